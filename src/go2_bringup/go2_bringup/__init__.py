@@ -1,0 +1,1 @@
+"""Unitree Go2 bringup: driver and helpers."""

@@ -1,0 +1,1 @@
+"""simdist_core.sim."""

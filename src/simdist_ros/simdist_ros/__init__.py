@@ -1,0 +1,1 @@
+"""SimDist ROS 2 nodes."""

@@ -1,0 +1,1 @@
+"""UR5e bringup: driver and helpers."""
