@@ -55,6 +55,11 @@ class RobotSpec:
     """Grid spacing of the height map."""
     image_shape: tuple[int, int] | None = None
     """(height, width) of the RGB observation, or None."""
+    probe: str = "base_velocity"
+    """What the model's ``probe`` head decodes from a latent, for visualising predicted rollouts:
+    ``"base_velocity"`` = (vx, vy, vz) of the base in the yaw-aligned frame, m/s, integrated over
+    the horizon to draw positions (Go2); ``"tcp_position"`` = tool tip (x, y, z) in the robot base
+    frame, metres (UR5e). The env's ``privileged_state()["probe"]`` is the (3,) training target."""
 
     def __post_init__(self) -> None:
         if self.action_dim != len(self.action_names):
@@ -129,6 +134,7 @@ UR5E = RobotSpec(
     horizon=25,
     control_hz=20.0,
     image_shape=(64, 64),
+    probe="tcp_position",
 )
 
 ROBOTS: dict[str, RobotSpec] = {spec.name: spec for spec in (GO2, UR5E)}

@@ -1,0 +1,38 @@
+"""QoS by role, used by both ends of every topic (a mismatch silently drops messages)."""
+
+from rclpy.duration import Duration
+from rclpy.qos import (
+    DurabilityPolicy,
+    HistoryPolicy,
+    QoSProfile,
+    ReliabilityPolicy,
+    qos_profile_sensor_data,
+)
+
+SENSOR = qos_profile_sensor_data
+"""Best-effort, keep-last 5: a late sensor sample is worth less than the next one."""
+
+
+def command(control_hz: float) -> QoSProfile:
+    """Reliable keep-last-1 with a deadline of two ticks: a missed deadline is a diagnostics event."""
+    return QoSProfile(
+        history=HistoryPolicy.KEEP_LAST,
+        depth=1,
+        reliability=ReliabilityPolicy.RELIABLE,
+        deadline=Duration(seconds=2.0 / control_hz),
+    )
+
+
+LATENT = command
+"""The latent stream has the same contract as commands: newest only, two-tick deadline."""
+
+ANNOUNCE = QoSProfile(
+    history=HistoryPolicy.KEEP_LAST,
+    depth=1,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.TRANSIENT_LOCAL,
+)
+"""Chunk-ready and model-update announcements: a late joiner still gets the latest one."""
+
+RELIABLE = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.RELIABLE)
+"""Visualisation, plans, diagnostics: reliable, small queue."""
