@@ -1,0 +1,440 @@
+"""Message <-> array conversion for the SimDist graph (standard message types only).
+
+Anything on DDS can publish, so every ``*_to_*array`` function treats its message as untrusted:
+it checks sizes, dtypes, encodings and finiteness and raises ``MessageError`` (a ``ValueError``)
+that names the field, what it got and what was expected. Callers skip the message, log throttled and
+count it in diagnostics; they never act on it. The ``make_*`` builders are the inverse and are used by
+the simulated robot, the planner and the tests. Pure functions: no node, no graph.
+
+Latent wire format (``std_msgs/Float32MultiArray`` on ``topics.LATENT``):
+    ``layout.dim[0]``  label ``"stamp"``: ``size`` = observation stamp seconds, ``stride`` = nanoseconds
+                       (uint32 each: exact, unlike a float32 in ``data``).
+    ``layout.dim[1:]`` one per named block, label ``"<name>[d0,d1,...]"`` (the block's shape),
+                       ``size`` = number of elements, ``stride`` = 0 (unused). Blocks are concatenated
+                       row-major in ``data`` in dim order, e.g. ``z[64]`` then ``context[51,64]``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from builtin_interfaces.msg import Duration as DurationMsg
+from builtin_interfaces.msg import Time
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import Point, Twist, WrenchStamped
+from nav_msgs.msg import Odometry
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import Image, Imu, JointState
+from std_msgs.msg import Float32MultiArray, Float64MultiArray, MultiArrayDimension
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+from visualization_msgs.msg import Marker, MarkerArray
+
+
+class MessageError(ValueError):
+    """An incoming message is malformed; the text names the field, the value and the expectation."""
+
+
+# --------------------------------------------------------------------------------------------- helpers
+def _finite(name: str, arr: np.ndarray) -> np.ndarray:
+    if not np.all(np.isfinite(arr)):
+        bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
+        raise MessageError(f"{name} has {bad} non-finite value(s) (NaN/inf); message dropped")
+    return arr
+
+
+def _vector(name: str, values: Sequence[float], size: int, dtype: type = np.float64) -> np.ndarray:
+    arr = np.asarray(values, dtype=dtype)
+    if arr.shape != (size,):
+        raise MessageError(f"{name} has {arr.size} element(s), expected {size}")
+    return _finite(name, arr)
+
+
+def stamp_to_ns(stamp: Time) -> int:
+    """``builtin_interfaces/Time`` -> integer nanoseconds."""
+    return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
+
+
+def ns_to_stamp(t_ns: int) -> Time:
+    """Integer nanoseconds -> ``builtin_interfaces/Time`` (t_ns >= 0)."""
+    if t_ns < 0:
+        raise ValueError(f"t_ns must be >= 0, got {t_ns}")
+    return Time(sec=int(t_ns // 1_000_000_000), nanosec=int(t_ns % 1_000_000_000))
+
+
+def make_clock(t_ns: int) -> Clock:
+    """``rosgraph_msgs/Clock`` for simulated time."""
+    return Clock(clock=ns_to_stamp(t_ns))
+
+
+# ----------------------------------------------------------------------------------------- JointState
+def make_joint_state(
+    names: Sequence[str], pos_rad: np.ndarray, vel_rad_s: np.ndarray, effort_nm: np.ndarray, t_ns: int
+) -> JointState:
+    """Build a JointState (absolute positions, MuJoCo joint order)."""
+    msg = JointState()
+    msg.header.stamp = ns_to_stamp(t_ns)
+    msg.name = list(names)
+    msg.position = [float(v) for v in pos_rad]
+    msg.velocity = [float(v) for v in vel_rad_s]
+    msg.effort = [float(v) for v in effort_nm]
+    return msg
+
+
+def joint_state_to_arrays(msg: JointState, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Positions, velocities and efforts in the order of ``names`` (reordered by name if needed).
+
+    Returns:
+        ``(pos (J,), vel (J,), effort (J,))`` float64; effort is zeros when the message has none.
+
+    Raises:
+        MessageError: missing joints, length mismatch, or non-finite values.
+    """
+    j = len(names)
+    if len(msg.name) != len(msg.position) or len(msg.velocity) != len(msg.position):
+        raise MessageError(
+            f"joint_states: {len(msg.name)} names, {len(msg.position)} positions, {len(msg.velocity)} velocities; "
+            "all three must have the same length"
+        )
+    index = {n: i for i, n in enumerate(msg.name)}
+    missing = [n for n in names if n not in index]
+    if missing:
+        raise MessageError(f"joint_states lacks joints {missing}; got {list(msg.name)}")
+    order = [index[n] for n in names]
+    pos = _finite("joint_states.position", np.asarray(msg.position, np.float64)[order])
+    vel = _finite("joint_states.velocity", np.asarray(msg.velocity, np.float64)[order])
+    if len(msg.effort) == 0:
+        effort = np.zeros(j)
+    elif len(msg.effort) != len(msg.position):
+        raise MessageError(f"joint_states.effort has {len(msg.effort)} values, expected 0 or {len(msg.position)}")
+    else:
+        effort = _finite("joint_states.effort", np.asarray(msg.effort, np.float64)[order])
+    return pos, vel, effort
+
+
+# ---------------------------------------------------------------------------------------- Imu / Odom
+def make_imu(quat_wxyz: np.ndarray, ang_vel_rad_s: np.ndarray, lin_acc_m_s2: np.ndarray, t_ns: int, frame: str) -> Imu:
+    """Build an Imu message (orientation as w, x, y, z in core; ROS stores x, y, z, w)."""
+    msg = Imu()
+    msg.header.stamp = ns_to_stamp(t_ns)
+    msg.header.frame_id = frame
+    w, x, y, z = (float(v) for v in quat_wxyz)
+    msg.orientation.w, msg.orientation.x, msg.orientation.y, msg.orientation.z = w, x, y, z
+    msg.angular_velocity.x, msg.angular_velocity.y, msg.angular_velocity.z = (float(v) for v in ang_vel_rad_s)
+    msg.linear_acceleration.x, msg.linear_acceleration.y, msg.linear_acceleration.z = (float(v) for v in lin_acc_m_s2)
+    return msg
+
+
+def _quat_wxyz(name: str, q: object) -> np.ndarray:
+    quat = _vector(name, [q.w, q.x, q.y, q.z], 4)  # type: ignore[attr-defined]
+    norm = float(np.linalg.norm(quat))
+    if not 0.9 < norm < 1.1:
+        raise MessageError(f"{name} has norm {norm:.3f}, expected a unit quaternion")
+    return quat / norm
+
+
+def imu_to_arrays(msg: Imu) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(quat_wxyz (4,), ang_vel_rad_s (3,), lin_acc_m_s2 (3,))``; raises ``MessageError`` on bad input."""
+    av, la = msg.angular_velocity, msg.linear_acceleration
+    return (
+        _quat_wxyz("imu.orientation", msg.orientation),
+        _vector("imu.angular_velocity", [av.x, av.y, av.z], 3),
+        _vector("imu.linear_acceleration", [la.x, la.y, la.z], 3),
+    )
+
+
+def make_odom(
+    pos_m: np.ndarray,
+    quat_wxyz: np.ndarray,
+    lin_vel_m_s: np.ndarray,
+    ang_vel_rad_s: np.ndarray,
+    t_ns: int,
+    frame: str = "odom",
+    child_frame: str = "base_link",
+) -> Odometry:
+    """Build an Odometry message (twist in the base frame, as a state estimator reports it)."""
+    msg = Odometry()
+    msg.header.stamp = ns_to_stamp(t_ns)
+    msg.header.frame_id, msg.child_frame_id = frame, child_frame
+    p, o = msg.pose.pose.position, msg.pose.pose.orientation
+    p.x, p.y, p.z = (float(v) for v in pos_m)
+    o.w, o.x, o.y, o.z = (float(v) for v in quat_wxyz)
+    t = msg.twist.twist
+    t.linear.x, t.linear.y, t.linear.z = (float(v) for v in lin_vel_m_s)
+    t.angular.x, t.angular.y, t.angular.z = (float(v) for v in ang_vel_rad_s)
+    return msg
+
+
+def odom_to_arrays(msg: Odometry) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(pos_m (3,), quat_wxyz (4,), lin_vel_m_s (3,), ang_vel_rad_s (3,))``, twist in the base frame."""
+    p, t = msg.pose.pose.position, msg.twist.twist
+    return (
+        _vector("odom.pose.position", [p.x, p.y, p.z], 3),
+        _quat_wxyz("odom.pose.orientation", msg.pose.pose.orientation),
+        _vector("odom.twist.linear", [t.linear.x, t.linear.y, t.linear.z], 3),
+        _vector("odom.twist.angular", [t.angular.x, t.angular.y, t.angular.z], 3),
+    )
+
+
+def make_wrench(force_n: np.ndarray, torque_nm: np.ndarray, t_ns: int, frame: str = "tool0") -> WrenchStamped:
+    """Build a WrenchStamped at the tool flange."""
+    msg = WrenchStamped()
+    msg.header.stamp = ns_to_stamp(t_ns)
+    msg.header.frame_id = frame
+    f, tq = msg.wrench.force, msg.wrench.torque
+    f.x, f.y, f.z = (float(v) for v in force_n)
+    tq.x, tq.y, tq.z = (float(v) for v in torque_nm)
+    return msg
+
+
+def wrench_to_array(msg: WrenchStamped) -> np.ndarray:
+    """``(6,)`` force (N) then torque (N m); raises ``MessageError`` on non-finite values."""
+    f, t = msg.wrench.force, msg.wrench.torque
+    return _vector("wrench", [f.x, f.y, f.z, t.x, t.y, t.z], 6)
+
+
+def twist_to_command(msg: Twist) -> np.ndarray:
+    """Go2 velocity command ``(3,)`` float32: vx (m/s), vy (m/s), yaw rate (rad/s)."""
+    return _vector("cmd_vel", [msg.linear.x, msg.linear.y, msg.angular.z], 3, np.float32)
+
+
+# --------------------------------------------------------------------------------------------- Images
+def make_height_map(height_m: np.ndarray, t_ns: int, frame: str = "base_link") -> Image:
+    """A 32FC1 Image of a (rows, cols) height map in metres."""
+    arr = np.ascontiguousarray(height_m, dtype="<f4")
+    if arr.ndim != 2:
+        raise ValueError(f"height map must be 2-D (rows, cols), got shape {arr.shape}")
+    msg = Image(height=arr.shape[0], width=arr.shape[1], encoding="32FC1", is_bigendian=0, step=arr.shape[1] * 4)
+    msg.header.stamp = ns_to_stamp(t_ns)
+    msg.header.frame_id = frame
+    msg.data = arr.tobytes()
+    return msg
+
+
+def _image_bytes(msg: Image, name: str, encoding: str, shape: tuple[int, int], bytes_per_px: int) -> np.ndarray:
+    if msg.encoding != encoding:
+        raise MessageError(f"{name}: encoding {msg.encoding!r}, expected {encoding!r}")
+    if (msg.height, msg.width) != tuple(shape):
+        raise MessageError(f"{name}: size {msg.height}x{msg.width}, expected {shape[0]}x{shape[1]}")
+    row = msg.width * bytes_per_px
+    if msg.step < row or len(msg.data) != msg.step * msg.height:
+        raise MessageError(
+            f"{name}: step {msg.step} and {len(msg.data)} data bytes do not fit {msg.height}x{msg.width} "
+            f"at {bytes_per_px} B/px (need step >= {row}, data = step * height)"
+        )
+    raw = np.frombuffer(bytes(msg.data), np.uint8).reshape(msg.height, msg.step)[:, :row]
+    return np.ascontiguousarray(raw)
+
+
+def height_map_to_array(msg: Image, shape: tuple[int, int]) -> np.ndarray:
+    """``(rows, cols)`` float32 metres from a 32FC1 Image; raises ``MessageError`` on bad input."""
+    raw = _image_bytes(msg, "height_map", "32FC1", shape, 4)
+    dtype = ">f4" if msg.is_bigendian else "<f4"
+    arr = raw.view(dtype).reshape(shape).astype(np.float32)
+    return _finite("height_map", arr)
+
+
+def make_rgb8(image: np.ndarray, t_ns: int, frame: str = "camera") -> Image:
+    """An rgb8 Image from a (h, w, 3) uint8 array."""
+    arr = np.ascontiguousarray(image)
+    if arr.dtype != np.uint8 or arr.ndim != 3 or arr.shape[2] != 3:
+        raise ValueError(f"rgb8 image must be (h, w, 3) uint8, got {arr.shape} {arr.dtype}")
+    msg = Image(height=arr.shape[0], width=arr.shape[1], encoding="rgb8", is_bigendian=0, step=arr.shape[1] * 3)
+    msg.header.stamp = ns_to_stamp(t_ns)
+    msg.header.frame_id = frame
+    msg.data = arr.tobytes()
+    return msg
+
+
+def rgb8_to_array(msg: Image, shape: tuple[int, int]) -> np.ndarray:
+    """``(h, w, 3)`` uint8 from an rgb8 Image of size ``shape``; raises ``MessageError`` on bad input."""
+    return _image_bytes(msg, "camera image", "rgb8", shape, 3).reshape(shape[0], shape[1], 3)
+
+
+# ------------------------------------------------------------------------------------------- Commands
+def make_float64_array(values: np.ndarray) -> Float64MultiArray:
+    """A flat Float64MultiArray (commands, foot contacts)."""
+    return Float64MultiArray(data=[float(v) for v in np.ravel(values)])
+
+
+def command_to_array(msg: Float64MultiArray, action_dim: int) -> np.ndarray:
+    """Normalised action ``(A,)`` float32 from a forward command.
+
+    Values outside [-1, 1] are returned unclipped: the consumer clamps and logs what it clamped.
+
+    Raises:
+        MessageError: wrong length or non-finite values.
+    """
+    return _vector("joint_command", msg.data, action_dim, np.float32)
+
+
+# --------------------------------------------------------------------------------------------- Latent
+_BLOCK = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\[(\d+(?:,\d+)*)\]$")
+
+
+def make_latent(blocks: Mapping[str, np.ndarray], obs_t_ns: int) -> Float32MultiArray:
+    """Pack named float32 blocks and the source observation time (layout in the module docstring)."""
+    msg = Float32MultiArray()
+    stamp = ns_to_stamp(obs_t_ns)
+    msg.layout.dim.append(MultiArrayDimension(label="stamp", size=stamp.sec, stride=stamp.nanosec))
+    parts = []
+    for name, block in blocks.items():
+        arr = np.ascontiguousarray(block, np.float32)
+        shape = ",".join(str(s) for s in arr.shape) or "1"
+        msg.layout.dim.append(MultiArrayDimension(label=f"{name}[{shape}]", size=arr.size, stride=0))
+        parts.append(arr.ravel())
+    msg.data = np.concatenate(parts) if parts else np.zeros(0, np.float32)
+    return msg
+
+
+def latent_to_arrays(
+    msg: Float32MultiArray, expected: Mapping[str, tuple[int, ...]] | None = None
+) -> tuple[dict[str, np.ndarray], int]:
+    """Unpack a latent message into ``({name: float32 array}, obs_t_ns)``.
+
+    Args:
+        msg: the message.
+        expected: block name -> shape the consumer needs; extra blocks are ignored, missing or
+            mis-shaped ones are errors. ``None`` accepts whatever is announced.
+
+    Raises:
+        MessageError: no stamp, malformed labels, sizes that do not add up, non-finite data.
+    """
+    dims = list(msg.layout.dim)
+    if not dims or dims[0].label != "stamp":
+        raise MessageError("latent: layout.dim[0] must be the 'stamp' dimension (size=sec, stride=nanosec)")
+    if dims[0].stride >= 1_000_000_000:
+        raise MessageError(f"latent: stamp nanoseconds {dims[0].stride} >= 1e9")
+    obs_t_ns = int(dims[0].size) * 1_000_000_000 + int(dims[0].stride)
+    data = np.asarray(msg.data, np.float32)
+    out: dict[str, np.ndarray] = {}
+    offset = 0
+    for dim in dims[1:]:
+        match = _BLOCK.match(dim.label)
+        if match is None:
+            raise MessageError(f"latent: block label {dim.label!r} is not of the form name[d0,d1,...]")
+        shape = tuple(int(s) for s in match.group(2).split(","))
+        if math.prod(shape) != dim.size or offset + dim.size > data.size:
+            raise MessageError(
+                f"latent: block {dim.label} announces {dim.size} values; shape needs {math.prod(shape)}, "
+                f"{data.size - offset} left in data"
+            )
+        out[match.group(1)] = data[offset : offset + dim.size].reshape(shape)
+        offset += dim.size
+    if offset != data.size:
+        raise MessageError(f"latent: layout covers {offset} values but data has {data.size}")
+    for name, shape in (expected or {}).items():
+        if name not in out:
+            raise MessageError(f"latent: block {name!r} missing; got {sorted(out)}")
+        if out[name].shape != tuple(shape):
+            raise MessageError(f"latent: block {name!r} has shape {out[name].shape}, expected {tuple(shape)}")
+    for name, block in out.items():
+        _finite(f"latent.{name}", block)
+    return out, obs_t_ns
+
+
+# ------------------------------------------------------------------------------- Plan / visualisation
+def make_plan(mean: np.ndarray, names: Sequence[str], dt_s: float, t_ns: int) -> JointTrajectory:
+    """The MPPI mean ``(H, A)`` as a JointTrajectory of normalised actions, point k at (k+1)·dt."""
+    mean = np.asarray(mean, np.float64)
+    if mean.ndim != 2 or mean.shape[1] != len(names):
+        raise ValueError(f"plan mean must be (H, {len(names)}), got {mean.shape}")
+    msg = JointTrajectory()
+    msg.header.stamp = ns_to_stamp(t_ns)
+    msg.joint_names = list(names)
+    for k, row in enumerate(mean):
+        t = (k + 1) * dt_s
+        sec = int(t)
+        msg.points.append(
+            JointTrajectoryPoint(
+                positions=[float(v) for v in row],
+                time_from_start=DurationMsg(sec=sec, nanosec=int(round((t - sec) * 1e9)) % 1_000_000_000),
+            )
+        )
+    return msg
+
+
+def plan_to_array(msg: JointTrajectory, action_dim: int) -> np.ndarray:
+    """``(H, A)`` float64 from a plan message; raises ``MessageError`` on ragged or non-finite points."""
+    rows = [p.positions for p in msg.points]
+    if any(len(r) != action_dim for r in rows):
+        raise MessageError(f"plan: every point needs {action_dim} positions")
+    return _finite("plan", np.asarray(rows, np.float64).reshape(len(rows), action_dim))
+
+
+def probe_to_positions(probe: np.ndarray, kind: str, dt_s: float) -> np.ndarray:
+    """Turn the probe head's output ``(H, 3)`` into points to draw ``(H + 1, 3)``.
+
+    ``"base_velocity"`` (Go2): yaw-frame base velocity integrated over the horizon, starting at the
+    origin of the yaw-aligned base frame. ``"tcp_position"`` (UR5e): positions as decoded, the first one
+    repeated so both kinds return H + 1 points.
+    """
+    probe = np.asarray(probe, np.float64)
+    if probe.ndim != 2 or probe.shape[1] != 3:
+        raise ValueError(f"probe must be (H, 3), got {probe.shape}")
+    if kind == "base_velocity":
+        return np.concatenate([np.zeros((1, 3)), np.cumsum(probe * dt_s, axis=0)])  # (H + 1, 3)
+    if kind == "tcp_position":
+        return np.concatenate([probe[:1], probe])
+    raise ValueError(f"unknown probe kind {kind!r}; valid: ['base_velocity', 'tcp_position']")
+
+
+def make_rollout_markers(
+    paths: Sequence[np.ndarray],
+    frame: str,
+    t_ns: int,
+    namespace: str = "predicted_rollout",
+    width_m: float = 0.01,
+    rgba: tuple[float, float, float, float] = (0.1, 0.6, 1.0, 0.9),
+) -> MarkerArray:
+    """One LINE_STRIP marker per path ``(K, 3)``; the first path is the plan, drawn opaque."""
+    out = MarkerArray()
+    for i, path in enumerate(paths):
+        m = Marker(ns=namespace, id=i, type=Marker.LINE_STRIP, action=Marker.ADD)
+        m.header.stamp = ns_to_stamp(t_ns)
+        m.header.frame_id = frame
+        m.pose.orientation.w = 1.0
+        m.scale.x = width_m
+        m.color.r, m.color.g, m.color.b = rgba[:3]
+        m.color.a = rgba[3] if i == 0 else rgba[3] * 0.3
+        m.points = [Point(x=float(p[0]), y=float(p[1]), z=float(p[2])) for p in np.asarray(path)]
+        out.markers.append(m)
+    return out
+
+
+def markers_to_paths(msg: MarkerArray) -> list[np.ndarray]:
+    """Inverse of ``make_rollout_markers``: ``[(K, 3)]`` float64 per marker."""
+    return [np.asarray([[p.x, p.y, p.z] for p in m.points], np.float64).reshape(-1, 3) for m in msg.markers]
+
+
+# -------------------------------------------------------------------------------------------- Diagnostics
+_LEVELS = {
+    "ok": DiagnosticStatus.OK,
+    "warn": DiagnosticStatus.WARN,
+    "error": DiagnosticStatus.ERROR,
+    "stale": DiagnosticStatus.STALE,
+}
+
+
+def make_status(
+    name: str, level: str, message: str, values: Mapping[str, object], hardware_id: str = ""
+) -> DiagnosticStatus:
+    """A DiagnosticStatus; ``level`` is one of ok, warn, error, stale; floats get 6 significant digits."""
+    if level not in _LEVELS:
+        raise ValueError(f"unknown diagnostic level {level!r}; valid: {sorted(_LEVELS)}")
+    kv = [KeyValue(key=k, value=f"{v:.6g}" if isinstance(v, float) else str(v)) for k, v in values.items()]
+    return DiagnosticStatus(level=_LEVELS[level], name=name, message=message, hardware_id=hardware_id, values=kv)
+
+
+def make_diagnostics(statuses: Sequence[DiagnosticStatus], t_ns: int) -> DiagnosticArray:
+    """Wrap statuses in a stamped DiagnosticArray."""
+    msg = DiagnosticArray(status=list(statuses))
+    msg.header.stamp = ns_to_stamp(t_ns)
+    return msg
+
+
+def status_values(status: DiagnosticStatus) -> dict[str, str]:
+    """``{key: value}`` of a DiagnosticStatus (for tests and monitors)."""
+    return {kv.key: kv.value for kv in status.values}
