@@ -1,0 +1,206 @@
+"""The Go2 driver's control loop without ROS: normalised actions in, safe low-level commands out.
+
+``Go2Controller.tick`` runs at ``control_hz`` (>= 200 Hz) in its own thread (``ControlLoop``): it reads the
+newest LowState, interpolates between the planner's 50 Hz targets, applies ``SafetyController`` and writes
+one LowCmd. The ROS node only converts messages and calls ``set_action`` / ``estop`` / ``reset`` /
+``stand_up`` / ``lie_down``; tests drive the same class against a simulated robot over DDS.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from simdist_core.sim.go2_constants import DEFAULT_POSE_RAD
+from simdist_core.sim.go2_lowlevel import Go2LowLevel
+
+from go2_bringup.constants import LIE_DOWN_POSE_RAD
+from go2_bringup.go2_sdk import Go2SdkBridge, Go2State, remote_pressed
+from go2_bringup.safety import Mode, SafetyController, SentCommand
+
+LOG = logging.getLogger("go2_control")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ControlConfig:
+    """Rates and timing of the Go2 control loop."""
+
+    control_hz: float = 500.0
+    """Rate of LowCmd writes (the Go2 motor loop expects 500 Hz; >= 200 Hz)."""
+    interpolation_s: float = 0.02
+    """Time over which a new 50 Hz target is blended in linearly (0 = step to it at once)."""
+    state_timeout_s: float = 0.1
+    """A LowState older than this latches the e-stop (robot link lost)."""
+    stand_duration_s: float = 2.0
+    """Length of the stand-up and lie-down sequences."""
+    estop_buttons: tuple[str, ...] = ("L2", "B")
+    """Remote button combination that latches the e-stop (Unitree's own damping combo); () disables it."""
+
+    def __post_init__(self) -> None:
+        if not self.control_hz >= 200.0:
+            raise ValueError(f"control_hz must be >= 200 (the motor PD needs fresh commands), got {self.control_hz=}")
+        if self.interpolation_s < 0:
+            raise ValueError(f"interpolation_s must be >= 0, got {self.interpolation_s=}")
+        for name in ("state_timeout_s", "stand_duration_s"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+
+
+class Go2Controller:
+    """Owns the safety state; ``tick`` is the only method that writes to the robot."""
+
+    def __init__(self, config: ControlConfig, bridge: Go2SdkBridge, safety: SafetyController,
+                 lowlevel: Go2LowLevel | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        self.config = config
+        self.bridge = bridge
+        self.safety = safety
+        self.lowlevel = lowlevel if lowlevel is not None else Go2LowLevel()
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._ramp_from: np.ndarray | None = None
+        self._ramp_to: np.ndarray | None = None
+        self._ramp_start_s = 0.0
+        self._executed_action = np.zeros(len(DEFAULT_POSE_RAD), dtype=np.float32)
+        self.last_sent: SentCommand | None = None
+        self.ticks = 0
+        self.clamp_counts: dict[str, int] = {}
+        """Ticks on which each safety clamp changed at least one joint."""
+        self.transitions: deque[tuple[Mode, Mode]] = deque(maxlen=100)
+        """Recent mode changes (from, to), oldest first, for diagnostics and tests."""
+
+    # ---- inputs from ROS (any thread) ---------------------------------------------------------------------
+    def set_action(self, action: np.ndarray) -> bool:
+        """Accept a normalised action (12,) in [-1, 1] (MuJoCo order); False if the mode ignores it.
+
+        Raises:
+            ValueError: wrong shape or non-finite values (the last good command stays in force).
+        """
+        a = np.asarray(action, dtype=np.float64)
+        if a.shape != DEFAULT_POSE_RAD.shape or not np.all(np.isfinite(a)):
+            raise ValueError(f"action must be finite with shape {DEFAULT_POSE_RAD.shape}, got shape {a.shape}")
+        target = self.lowlevel.targets(a)
+        now = self.clock()
+        with self._lock:
+            if not self.safety.command(target, now):
+                return False
+            current = self._interpolated(now)
+            self._ramp_from = target if current is None else current
+            self._ramp_to = target
+            self._ramp_start_s = now
+        return True
+
+    def estop(self, reason: str) -> None:
+        """Latch damping until ``reset``."""
+        with self._lock:
+            self.safety.estop(reason)
+            self._ramp_from = self._ramp_to = None
+        LOG.warning("e-stop latched: %s", reason)
+
+    def reset(self) -> None:
+        """Clear the e-stop; the robot stays damped until ``stand_up``."""
+        with self._lock:
+            self.safety.reset()
+            self._ramp_from = self._ramp_to = None
+
+    def stand_up(self) -> bool:
+        """Start the stand-up sequence from the measured pose; False if refused (e-stop or no state)."""
+        return self._sequence(DEFAULT_POSE_RAD, self.safety.stand_up)
+
+    def lie_down(self) -> bool:
+        """Start the lie-down sequence (ends in DAMP); False if refused (e-stop or no state)."""
+        return self._sequence(LIE_DOWN_POSE_RAD, self.safety.lie_down)
+
+    def _sequence(self, goal: np.ndarray, start: Callable[..., bool]) -> bool:
+        state = self.bridge.latest()
+        if state is None:
+            return False
+        with self._lock:
+            self._ramp_from = self._ramp_to = None
+            return start(state.q_rad, goal, self.clock(), self.config.stand_duration_s)
+
+    # ---- the control tick ---------------------------------------------------------------------------------
+    def _interpolated(self, now_s: float) -> np.ndarray | None:
+        if self._ramp_to is None:
+            return None
+        if self.config.interpolation_s <= 0:
+            return self._ramp_to
+        blend = min(max((now_s - self._ramp_start_s) / self.config.interpolation_s, 0.0), 1.0)
+        return self._ramp_from + blend * (self._ramp_to - self._ramp_from)
+
+    def tick(self) -> SentCommand | None:
+        """One control step: read state, apply safety, write LowCmd. None if no state has arrived yet."""
+        state = self.bridge.latest()
+        if state is None:
+            return None
+        now = self.clock()
+        with self._lock:
+            self._check_inputs(state, now)
+            sent = self.safety.send(state.q_rad, state.dq_rad_s, now, desired_q_rad=self._interpolated(now))
+            if sent.mode in (Mode.DAMP, Mode.ESTOP):
+                self._ramp_from = self._ramp_to = None
+        self.bridge.write(sent.q_rad, sent.kp, sent.kd)
+        for reason in sent.clamped:
+            self.clamp_counts[reason] = self.clamp_counts.get(reason, 0) + 1
+        self._executed_action = self.lowlevel.action_from_targets(sent.q_rad)
+        if self.last_sent is not None and self.last_sent.mode is not sent.mode:
+            self.transitions.append((self.last_sent.mode, sent.mode))
+            LOG.info("mode %s -> %s", self.last_sent.mode.value, sent.mode.value)
+        self.last_sent = sent
+        self.ticks += 1
+        return sent
+
+    def _check_inputs(self, state: Go2State, now_s: float) -> None:
+        if self.config.estop_buttons and remote_pressed(state.remote_buttons, self.config.estop_buttons):
+            self.safety.estop(f"remote buttons {'+'.join(self.config.estop_buttons)} pressed")
+        age = now_s - state.receive_time_s
+        if age > self.config.state_timeout_s:
+            self.safety.estop(f"LowState is {age:.3f} s old (> state_timeout_s={self.config.state_timeout_s}): "
+                              f"robot link lost")
+
+    @property
+    def executed_action(self) -> np.ndarray:
+        """(12,) float32: the last sent target expressed as a normalised action (what the robot executes)."""
+        return self._executed_action
+
+
+class ControlLoop:
+    """Calls ``Go2Controller.tick`` at ``control_hz`` in a thread, catching and counting tick errors."""
+
+    def __init__(self, controller: Go2Controller) -> None:
+        self.controller = controller
+        self.errors = 0
+        self.overruns = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="go2_control", daemon=True)
+
+    def start(self) -> None:
+        """Start the thread."""
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop and join the thread."""
+        self._stop.set()
+        self._thread.join(timeout=2.0)
+
+    def _run(self) -> None:
+        period = 1.0 / self.controller.config.control_hz
+        next_s = time.monotonic()
+        while not self._stop.is_set():
+            try:
+                self.controller.tick()
+            except Exception as exc:  # noqa: BLE001 - the loop must survive; latch the e-stop and say why
+                self.errors += 1
+                self.controller.estop(f"control tick raised {exc!r}")
+                LOG.exception("control tick failed (%d so far)", self.errors)
+            next_s += period
+            delay = next_s - time.monotonic()
+            if delay < 0:
+                self.overruns += 1
+                next_s = time.monotonic()  # do not burst to catch up
+            else:
+                self._stop.wait(delay)

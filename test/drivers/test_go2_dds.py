@@ -1,0 +1,197 @@
+"""The Go2 driver's control path over real DDS (unitree_sdk2py on loopback) against a MuJoCo Go2 process.
+
+The SDK's DDS factory is one per process, so this test process joins one private domain (derived from the
+pid) and each test starts its own simulator process on it. Assertions count messages and states; waits
+are bounded polls, never timing assertions.
+"""
+
+import os
+import time
+
+import numpy as np
+import pytest
+from go2_bringup.constants import joint_limits_rad
+from go2_bringup.go2_control import ControlConfig, ControlLoop, Go2Controller
+from go2_bringup.go2_sdk import BridgeConfig, Go2NotRespondingError, Go2SdkBridge
+from go2_bringup.safety import Mode, SafetyConfig, SafetyController
+from go2_dds_sim import Go2DdsSim
+from simdist_core.sim import go2_constants as gc
+
+pytestmark = pytest.mark.timeout(180)
+
+DOMAIN_ID = 1 + os.getpid() % 99  # private Unitree domain; ROS tests use 100-199
+DAMPING_KD = 2.0
+
+
+def _wait(predicate, timeout_s=30.0, poll_s=0.01):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(poll_s)
+    return predicate()
+
+
+def _make_stack(on_state=None, **control):
+    bridge = Go2SdkBridge(BridgeConfig(domain_id=DOMAIN_ID, interface="lo"), on_state=on_state)
+    bridge.start()
+    lo, hi = joint_limits_rad()
+    safety = SafetyController(SafetyConfig(q_min_rad=tuple(lo), q_max_rad=tuple(hi), damping_kd=DAMPING_KD,
+                                           hold_timeout_s=0.1, damp_timeout_s=0.4))
+    defaults = dict(control_hz=250.0, stand_duration_s=0.5, state_timeout_s=0.5)
+    defaults.update(control)
+    controller = Go2Controller(ControlConfig(**defaults), bridge, safety)
+    return bridge, controller, ControlLoop(controller)
+
+
+@pytest.fixture
+def sim():
+    robot = Go2DdsSim(DOMAIN_ID).start()
+    yield robot
+    robot.stop()
+
+
+@pytest.fixture
+def stack(sim):
+    bridge, controller, loop = _make_stack()
+    assert bridge.wait_for_state(30.0) is not None
+    loop.start()
+    yield sim, bridge, controller
+    loop.stop()
+    bridge.close()
+
+
+def _stand(controller):
+    assert controller.stand_up()
+    assert _wait(lambda: controller.last_sent is not None and controller.last_sent.mode is Mode.STAND)
+
+
+def test_no_robot_is_reported_with_the_cyclonedds_hint():
+    bridge = Go2SdkBridge(BridgeConfig(domain_id=DOMAIN_ID, interface="lo"))
+    bridge.start()
+    try:
+        with pytest.raises(Go2NotRespondingError, match="CycloneDDS 0.10"):
+            bridge.wait_for_state(0.5)
+    finally:
+        bridge.close()
+
+
+def test_commands_arrive_with_valid_crc_in_sdk_motor_order(stack):
+    sim, bridge, controller = stack
+    _stand(controller)
+    # A distinct offset per joint, so a wrong permutation cannot pass: action a -> target default + 1.0 * a.
+    action = np.linspace(-0.12, 0.12, 12)
+    target_mj = gc.DEFAULT_POSE_RAD + action
+    for _ in range(40):
+        assert controller.set_action(action)
+        time.sleep(0.02)
+    assert _wait(lambda: controller.last_sent.mode is Mode.ACTIVE and np.allclose(controller.last_sent.q_rad, target_mj))
+    n_before = sim.stats()["commands"]
+    for _ in range(10):
+        controller.set_action(action)
+        time.sleep(0.02)
+    stats = sim.stats()
+    assert stats["commands"] > n_before
+    assert stats["crc_bad"] == 0 and stats["crc_ok"] == stats["commands"]
+    last = stats["cmds"][-1]  # (12, 6) SDK order: mode, q, dq, kp, kd, tau
+    np.testing.assert_allclose(last[:, 1], target_mj[gc.MUJOCO_TO_SDK], atol=1e-5)
+    assert last[0, 1] == pytest.approx(target_mj[gc.JOINT_NAMES.index("FR_hip_joint")], abs=1e-5)
+    np.testing.assert_allclose(last[:, 3], 25.0)
+    np.testing.assert_allclose(last[:, 4], 0.5)
+    assert np.all(last[:, 0] == 1)
+    # Joint states come back in MuJoCo order: the driver's view equals the simulator's qpos.
+    state = bridge.latest()
+    np.testing.assert_allclose(state.q_rad, stats["q_mj"], atol=0.05)
+    assert stats["base_height_m"] > 0.2, "the PD should keep the Go2 standing"
+    assert state.foot_force.shape == (4,) and np.all(state.foot_force > 0)
+
+
+def test_watchdog_holds_then_damps_when_commands_stop(stack):
+    sim, bridge, controller = stack
+    _stand(controller)
+    action = np.full(12, 0.05)
+    for _ in range(15):
+        controller.set_action(action)
+        time.sleep(0.02)
+    # Commands stop here.
+    assert _wait(lambda: controller.last_sent.mode is Mode.DAMP)
+    transitions = list(controller.transitions)
+    assert (Mode.ACTIVE, Mode.HOLD) in transitions and (Mode.HOLD, Mode.DAMP) in transitions
+    assert transitions.index((Mode.ACTIVE, Mode.HOLD)) < transitions.index((Mode.HOLD, Mode.DAMP))
+    assert _wait(lambda: sim.stats()["cmds"][-1][0, 3] == 0.0)
+    n = sim.stats()["commands"]
+    assert _wait(lambda: sim.stats()["commands"] > n + 50)
+    cmds = sim.stats()["cmds"]
+    kp = cmds[:, 0, 3]
+    first_damp = np.flatnonzero(kp > 0.0)[-1] + 1  # the last PD command is followed only by damping
+    assert len(kp) - first_damp > 50, "damping latches: no PD command after it"
+    np.testing.assert_allclose(cmds[first_damp:, :, 4], DAMPING_KD)
+    # The hold phase just before damping repeats one target with the normal gains.
+    hold = cmds[first_damp - 3:first_damp]
+    assert np.all(hold[:, :, 3] == 25.0)
+    np.testing.assert_array_equal(hold[:, :, 1], hold[:1, :, 1].repeat(3, axis=0))
+    # New commands are ignored until an explicit stand-up.
+    ignored = controller.safety.ignored_commands
+    assert not controller.set_action(action)
+    assert controller.safety.ignored_commands == ignored + 1
+
+
+def test_estop_latches_damping_until_reset(stack):
+    sim, bridge, controller = stack
+    _stand(controller)
+    controller.estop("test e-stop")
+    assert _wait(lambda: controller.last_sent.mode is Mode.ESTOP)
+    assert not controller.set_action(np.zeros(12))
+    assert not controller.stand_up(), "stand-up must be refused while the e-stop is latched"
+    assert _wait(lambda: sim.stats()["cmds"][-1][0, 3] == 0.0)
+    n = controller.ticks
+    assert _wait(lambda: controller.ticks > n + 20)
+    assert controller.last_sent.mode is Mode.ESTOP
+    controller.reset()
+    assert _wait(lambda: controller.last_sent.mode is Mode.DAMP)
+    _stand(controller)
+
+    # The remote's L2+B latches it too, and releasing the buttons does not clear it.
+    sim.set_remote("L2", "B")
+    assert _wait(lambda: controller.last_sent.mode is Mode.ESTOP)
+    assert "remote" in controller.safety.estop_reason
+    sim.set_remote()
+    n = controller.ticks
+    assert _wait(lambda: controller.ticks > n + 20)
+    assert controller.last_sent.mode is Mode.ESTOP
+    controller.reset()
+    assert _wait(lambda: controller.last_sent.mode is Mode.DAMP)
+
+
+def test_lost_state_stream_latches_estop(stack):
+    sim, bridge, controller = stack
+    _stand(controller)
+    sim.pause_state(True)
+    assert _wait(lambda: controller.last_sent.mode is Mode.ESTOP)
+    assert "link lost" in controller.safety.estop_reason
+    sim.pause_state(False)
+    n = bridge.stats["states"]
+    assert _wait(lambda: bridge.stats["states"] > n + 20)
+    assert controller.last_sent.mode is Mode.ESTOP, "a returning stream must not clear the latch"
+
+
+def test_handler_exception_and_bad_crc_do_not_stop_reception(sim):
+    calls = {"n": 0}
+
+    def flaky(state):
+        calls["n"] += 1
+        if calls["n"] <= 5:
+            raise RuntimeError("boom in a user callback")
+
+    bridge = Go2SdkBridge(BridgeConfig(domain_id=DOMAIN_ID, interface="lo"), on_state=flaky)
+    bridge.start()
+    try:
+        assert _wait(lambda: bridge.stats["states"] >= 50)
+        assert bridge.stats["handler_errors"] == 5
+        sim.corrupt_next_states(3)
+        n = bridge.stats["states"]
+        assert _wait(lambda: bridge.stats["states"] >= n + 50)
+        assert bridge.stats["crc_errors"] == 3
+        assert bridge.stats["handler_errors"] == 5
+    finally:
+        bridge.close()
