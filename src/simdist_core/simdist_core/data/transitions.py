@@ -1,0 +1,303 @@
+"""Sensor messages -> per-step dataset records: the ONE assembly path for live replay and recorded bags.
+
+Used by the ROS replay-buffer node (rclpy messages) and by :func:`simdist_core.data.bag.bag_to_dataset`
+(rosbags messages). Both message flavours have the same field names, so the extractors below read
+attributes only and never import a ROS package (``simdist_core`` stays ROS-free).
+
+Assembly rule (identical live and offline, messages taken in arrival / log-time order):
+    * every sensor message updates the latest value of its kind (stamp = ``header.stamp``);
+    * every ``executed_command`` (the action the driver really applied) closes one step: the record is
+      the observation built from the latest sensors + that action, stamped with the newest sensor stamp;
+    * a step is dropped (and the episode broken) when a required sensor is missing or older than
+      ``max_staleness_s`` relative to the newest one, or when an extractor rejects a message;
+    * a new episode starts when two consecutive steps are more than ``max_gap_s`` apart, when the
+      observation stamp goes backwards (simulator reset), or after a dropped step.
+
+Labels: the robot cannot observe the expert's reward/value or the privileged probe. Dynamics-only
+finetuning needs only observations and actions (latent consistency), so these records store no
+``reward``, ``value``, ``clean_expert`` or ``priv/probe`` field at all: the window sampler then
+returns zeros/False for them and lists them in ``WindowSampler.missing`` (never fake labels).
+Fields: ``obs/proprio``, ``obs/command`` [Go2], ``obs/height_map`` [Go2], ``obs/image`` [UR5e],
+``action``, ``episode_id`` (int64), ``t_ns`` (int64, observation stamp).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from simdist_core.robots import RobotSpec
+
+log = logging.getLogger(__name__)
+
+# Sensor kinds (one per topic in simdist_ros.topics) a robot needs to build its observation.
+REQUIRED_SENSORS: dict[str, tuple[str, ...]] = {
+    "go2": ("joint_states", "imu", "odom", "height_map"),
+    "ur5e": ("joint_states", "wrench", "camera_image"),
+}
+OPTIONAL_SENSORS: dict[str, tuple[str, ...]] = {"go2": ("cmd_vel",), "ur5e": ()}
+
+
+class SensorError(ValueError):
+    """A sensor message could not be turned into arrays (names the field and the problem)."""
+
+
+def _stamp_ns(msg: Any) -> int:  # noqa: ANN401  (rclpy or rosbags message)
+    stamp = msg.header.stamp
+    return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
+
+
+def _finite(name: str, arr: np.ndarray) -> np.ndarray:
+    if not np.all(np.isfinite(arr)):
+        raise SensorError(f"{name} has non-finite values: {arr.ravel()[:6]}")
+    return arr
+
+
+def _joint_states(msg: Any, spec: RobotSpec) -> dict[str, np.ndarray]:  # noqa: ANN401
+    pos, vel = np.asarray(msg.position, np.float64), np.asarray(msg.velocity, np.float64)
+    names = list(msg.name)
+    if len(names) != pos.size or vel.size != pos.size:
+        raise SensorError(f"joint_states: {len(names)} names, {pos.size} positions, {vel.size} velocities")
+    effort = np.asarray(msg.effort, np.float64) if len(msg.effort) == pos.size else np.zeros(pos.size)
+    return {"joint_names": np.asarray(names), "joint_pos_rad": _finite("joint_states.position", pos),
+            "joint_vel_rad_s": _finite("joint_states.velocity", vel), "joint_effort_nm": effort}
+
+
+def _vec3(v: Any) -> list[float]:  # noqa: ANN401
+    return [float(v.x), float(v.y), float(v.z)]
+
+
+def _quat_wxyz(name: str, q: Any) -> np.ndarray:  # noqa: ANN401
+    quat = np.array([q.w, q.x, q.y, q.z], np.float64)
+    norm = float(np.linalg.norm(quat))
+    if not 0.9 < norm < 1.1:
+        raise SensorError(f"{name} has norm {norm:.3f}, expected a unit quaternion")
+    return quat / norm
+
+
+def _imu(msg: Any, spec: RobotSpec) -> dict[str, np.ndarray]:  # noqa: ANN401
+    return {"imu_quat_wxyz": _quat_wxyz("imu.orientation", msg.orientation),
+            "imu_ang_vel_rad_s": _finite("imu.angular_velocity", np.array(_vec3(msg.angular_velocity))),
+            "imu_lin_acc_m_s2": _finite("imu.linear_acceleration", np.array(_vec3(msg.linear_acceleration)))}
+
+
+def _odom(msg: Any, spec: RobotSpec) -> dict[str, np.ndarray]:  # noqa: ANN401
+    twist = msg.twist.twist
+    return {"odom_pos_m": _finite("odom.position", np.array(_vec3(msg.pose.pose.position))),
+            "odom_quat_wxyz": _quat_wxyz("odom.orientation", msg.pose.pose.orientation),
+            "odom_lin_vel_m_s": _finite("odom.twist.linear", np.array(_vec3(twist.linear))),
+            "odom_ang_vel_rad_s": _finite("odom.twist.angular", np.array(_vec3(twist.angular)))}
+
+
+def _image(msg: Any, shape: tuple[int, int], encoding: str, bytes_px: int) -> np.ndarray:  # noqa: ANN401
+    if msg.encoding != encoding or (int(msg.height), int(msg.width)) != tuple(shape):
+        raise SensorError(f"image {msg.encoding} {msg.height}x{msg.width}, expected {encoding} {shape[0]}x{shape[1]}")
+    row = int(msg.width) * bytes_px
+    data = np.frombuffer(bytes(msg.data), np.uint8)
+    if int(msg.step) < row or data.size != int(msg.step) * int(msg.height):
+        raise SensorError(f"image step {msg.step} / {data.size} bytes do not fit {msg.height}x{msg.width}")
+    return np.ascontiguousarray(data.reshape(int(msg.height), int(msg.step))[:, :row])
+
+
+def _height_map(msg: Any, spec: RobotSpec) -> dict[str, np.ndarray]:  # noqa: ANN401
+    assert spec.height_map_shape is not None
+    raw = _image(msg, spec.height_map_shape, "32FC1", 4)
+    arr = raw.view(">f4" if msg.is_bigendian else "<f4").reshape(spec.height_map_shape).astype(np.float32)
+    return {"height_map_m": _finite("height_map", arr)}
+
+
+def _camera(msg: Any, spec: RobotSpec) -> dict[str, np.ndarray]:  # noqa: ANN401
+    assert spec.image_shape is not None
+    return {"image_rgb": _image(msg, spec.image_shape, "rgb8", 3).reshape(*spec.image_shape, 3)}
+
+
+def _wrench(msg: Any, spec: RobotSpec) -> dict[str, np.ndarray]:  # noqa: ANN401
+    w = msg.wrench
+    return {"wrench": _finite("wrench", np.array(_vec3(w.force) + _vec3(w.torque)))}
+
+
+def _cmd_vel(msg: Any, spec: RobotSpec) -> dict[str, np.ndarray]:  # noqa: ANN401
+    return {"command": _finite("cmd_vel", np.array([msg.linear.x, msg.linear.y, msg.angular.z], np.float32))}
+
+
+EXTRACTORS: dict[str, Callable[[Any, RobotSpec], dict[str, np.ndarray]]] = {
+    "joint_states": _joint_states, "imu": _imu, "odom": _odom, "height_map": _height_map,
+    "camera_image": _camera, "wrench": _wrench, "cmd_vel": _cmd_vel,
+}
+"""Sensor kind -> extractor (message -> named arrays). Kinds match the names in simdist_ros.topics."""
+
+
+GO2_GAIT_PERIOD_S = 0.3
+"""Gait clock period (``simdist_core.sim.go2_config``'s default); the phase restarts with each episode."""
+
+
+def _go2_observation(sensors: Mapping[str, np.ndarray], t_episode_s: float) -> dict[str, np.ndarray]:
+    from simdist_core.sim import go2_obs
+
+    command = np.asarray(sensors.get("command", np.zeros(3)), np.float32)
+    core = {"base_lin_vel": sensors["odom_lin_vel_m_s"], "imu_gyro": sensors["imu_ang_vel_rad_s"],
+            "imu_quat": sensors["imu_quat_wxyz"], "joint_pos": sensors["joint_pos_rad"],
+            "joint_vel": sensors["joint_vel_rad_s"]}
+    phase = go2_obs.gait_phase_rad(t_episode_s, GO2_GAIT_PERIOD_S)
+    proprio = go2_obs.proprio_from_sensors(core, command, phase)
+    return {"proprio": proprio, "command": command, "height_map": sensors["height_map_m"]}
+
+
+def _ur5e_observation(sensors: Mapping[str, np.ndarray], t_episode_s: float) -> dict[str, np.ndarray]:
+    from simdist_core.sim import ur5e
+
+    if "tcp_pos" not in sensors or "tcp_quat" not in sensors:
+        raise SensorError("ur5e observation needs the tool pose (tcp_pos, tcp_quat); no TCP sensor seen")
+    core = {"joint_pos": sensors["joint_pos_rad"], "joint_vel": sensors["joint_vel_rad_s"],
+            "tcp_pos": sensors["tcp_pos"], "tcp_quat": sensors["tcp_quat"], "wrench": sensors["wrench"]}
+    return {"proprio": ur5e.proprio_from_sensors(core), "image": sensors["image_rgb"]}
+
+
+OBSERVATIONS: dict[str, Callable[[Mapping[str, np.ndarray], float], dict[str, np.ndarray]]] = {
+    "go2": _go2_observation, "ur5e": _ur5e_observation,
+}
+"""Robot -> (sensor arrays, seconds since episode start) -> observation, via the robot's core proprio function."""
+
+
+def observation_from_sensors(spec: RobotSpec, sensors: Mapping[str, np.ndarray], t_episode_s: float
+                             ) -> dict[str, np.ndarray]:
+    """Build the model observation from sensor arrays with the robot's core function.
+
+    Go2: ``simdist_core.sim.go2_obs.proprio_from_sensors`` (the function the env and encoder use), gait
+    phase from the time since the episode started. UR5e: ``simdist_core.sim.ur5e.proprio_from_sensors``.
+
+    Raises:
+        SensorError: missing sensors or the core function rejects the input.
+    """
+    try:
+        return OBSERVATIONS[spec.name](sensors, t_episode_s)
+    except (KeyError, ValueError) as exc:
+        raise SensorError(f"{spec.name}: cannot build the observation: {exc}") from exc
+
+
+@dataclass(frozen=True, kw_only=True)
+class AssemblerConfig:
+    """Rules that cut the message stream into steps and episodes."""
+
+    max_staleness_s: float = 0.1
+    """A required sensor older than this (vs. the newest one) drops the step."""
+    max_gap_s: float = 0.1
+    """Consecutive steps further apart than this start a new episode."""
+
+    def __post_init__(self) -> None:
+        if not self.max_staleness_s > 0:
+            raise ValueError(f"max_staleness_s must be > 0, got {self.max_staleness_s=}")
+        if not self.max_gap_s > 0:
+            raise ValueError(f"max_gap_s must be > 0, got {self.max_gap_s=}")
+
+
+class TransitionAssembler:
+    """Turns a stream of sensor and executed-command messages into dataset records.
+
+    Memory is bounded: it keeps only the latest arrays of each sensor kind and counters.
+
+    Args:
+        spec: the robot.
+        config: staleness and episode rules (default :class:`AssemblerConfig` scaled to the spec's rate).
+        observe: ``(spec, sensors, t_s) -> obs``; default :func:`observation_from_sensors`.
+        first_episode_id: episode id of the first step (a resumed replay buffer continues after the
+            ids already on disk, so episodes never merge across a restart).
+    """
+
+    def __init__(self, spec: RobotSpec, config: AssemblerConfig | None = None,
+                 observe: Callable[[RobotSpec, Mapping[str, np.ndarray], float], dict[str, np.ndarray]] | None = None,
+                 first_episode_id: int = 0) -> None:
+        self.spec = spec
+        self.config = config or AssemblerConfig(max_staleness_s=2.5 * spec.control_dt, max_gap_s=2.5 * spec.control_dt)
+        self.observe = observe or observation_from_sensors
+        self.required = REQUIRED_SENSORS[spec.name]
+        self._latest: dict[str, tuple[int, dict[str, np.ndarray]]] = {}
+        self._last_t_ns: int | None = None
+        self._episode_start_ns = 0
+        self.episode_id = first_episode_id
+        self._episode_open = False
+        self.steps = 0
+        self.dropped: dict[str, int] = {}
+
+    def _drop(self, reason: str) -> None:
+        self.dropped[reason] = self.dropped.get(reason, 0) + 1
+        self._episode_open = False
+
+    def on_sensor(self, kind: str, msg: Any) -> None:  # noqa: ANN401  (rclpy or rosbags message)
+        """Remember the latest message of one sensor kind (rejected messages are counted, not stored)."""
+        try:
+            self._latest[kind] = (_stamp_ns(msg), EXTRACTORS[kind](msg, self.spec))
+        except SensorError as exc:
+            self._drop(f"bad_{kind}")
+            log.warning("sensor %s rejected: %s", kind, exc)
+
+    def on_executed_command(self, action: Any) -> dict[str, np.ndarray] | None:  # noqa: ANN401
+        """Close one step with the executed action ``(A,)``; returns the record or None if dropped."""
+        act = np.asarray(action, np.float32).ravel()
+        if act.shape != (self.spec.action_dim,) or not np.all(np.isfinite(act)):
+            self._drop("bad_action")
+            return None
+        missing = [k for k in self.required if k not in self._latest]
+        if missing:
+            self._drop("missing_sensor")
+            return None
+        stamps = {k: self._latest[k][0] for k in self.required}
+        t_ns = max(stamps.values())
+        if (t_ns - min(stamps.values())) * 1e-9 > self.config.max_staleness_s:
+            self._drop("stale_sensor")
+            return None
+        sensors: dict[str, np.ndarray] = {}
+        for kind in (*self.required, *OPTIONAL_SENSORS[self.spec.name]):
+            if kind in self._latest:
+                sensors.update(self._latest[kind][1])
+        new_episode = (not self._episode_open or self._last_t_ns is None or t_ns <= self._last_t_ns
+                       or (t_ns - self._last_t_ns) * 1e-9 > self.config.max_gap_s)
+        episode_start_ns = t_ns if new_episode else self._episode_start_ns
+        try:
+            obs = self.observe(self.spec, sensors, (t_ns - episode_start_ns) * 1e-9)
+        except SensorError as exc:
+            log.warning("observation rejected: %s", exc)
+            self._drop("bad_observation")
+            return None
+        if new_episode and self.steps > 0:
+            self.episode_id += 1
+        self._episode_open = True
+        self._episode_start_ns = episode_start_ns
+        self._last_t_ns = t_ns
+        self.steps += 1
+        return make_record(self.spec, obs, act, t_ns, self.episode_id)
+
+
+def next_episode_id(shard_dir: Path) -> int:
+    """First unused ``episode_id`` of a shard (0 if empty), so a resumed writer never merges episodes.
+
+    Raises:
+        simdist_core.data.chunks.CorruptChunkError: a sealed chunk's meta is unreadable.
+    """
+    from simdist_core.data.chunks import list_chunks, read_meta
+
+    ids = [max(read_meta(chunk).get("episode_ids") or [-1]) for _, chunk in list_chunks(Path(shard_dir))]
+    return max(ids, default=-1) + 1
+
+
+def make_record(spec: RobotSpec, obs: Mapping[str, np.ndarray], action: np.ndarray, t_ns: int,
+                episode_id: int) -> dict[str, np.ndarray]:
+    """One unlabelled step in the dataset's field layout (see the module docstring for the labels)."""
+    record: dict[str, np.ndarray] = {"obs/proprio": np.asarray(obs["proprio"], np.float32)}
+    if spec.command_dim:
+        record["obs/command"] = np.asarray(obs["command"], np.float32)
+    if spec.height_map_shape:
+        record["obs/height_map"] = np.asarray(obs["height_map"], np.float32)
+    if spec.image_shape:
+        record["obs/image"] = np.asarray(obs["image"], np.uint8)
+    record.update({
+        "action": np.asarray(action, np.float32),
+        "episode_id": np.int64(episode_id),
+        "t_ns": np.int64(t_ns),
+    })
+    return record

@@ -1,0 +1,170 @@
+"""Bags written by the recorder read back with rosbags, mcap_ros2 and rclpy; bag -> dataset conversion."""
+
+import math
+
+import numpy as np
+import pytest
+from rclpy.serialization import deserialize_message, serialize_message
+from rosbags.highlevel import AnyReader
+from rosbags.typesys import Stores, get_typestore
+from sensor_msgs.msg import JointState
+from simdist_core.data import bag as bagmod
+from simdist_core.data.dataset import Dataset
+from simdist_core.robots import GO2
+from simdist_core.sim.go2_constants import DEFAULT_POSE_RAD, JOINT_NAMES
+from simdist_ros.recorder_node import COMMON_TOPICS, DEFAULT_TOPICS, BagSink, canonical_cdr, message_class
+from std_msgs.msg import Float64MultiArray
+
+from simdist_ros import msgs, topics
+
+TS = get_typestore(Stores.ROS2_KILTED)
+DT_NS = 20_000_000  # 50 Hz
+
+
+def _joint_state_empty_effort() -> JointState:
+    msg = JointState(name=["a", "b"], position=[1.0, 2.0], velocity=[0.5, -0.5])
+    msg.header.frame_id = "base"
+    return msg
+
+
+def test_rclpy_joint_state_with_empty_array_is_rejected_raw_and_accepted_canonical():
+    """Regression: rclpy-serialized JointState with an empty effort array carries 4 junk bytes per empty
+    double sequence (Fast CDR size estimate), which rosbags rejects ("CDR message size mismatch")."""
+    msg = JointState(name=["a", "b"])  # position, velocity, effort all empty: 12 junk bytes
+    raw = bytes(serialize_message(msg))
+    with pytest.raises(Exception, match="size mismatch"):
+        TS.deserialize_cdr(raw, "sensor_msgs/msg/JointState")
+    fixed = canonical_cdr(TS, raw, "sensor_msgs/msg/JointState")
+    assert len(fixed) < len(raw), "canonical_cdr must trim the trailing junk"
+    decoded = TS.deserialize_cdr(fixed, "sensor_msgs/msg/JointState")
+    assert list(decoded.name) == ["a", "b"]
+    back = deserialize_message(fixed, JointState)
+    assert list(back.name) == ["a", "b"] and len(back.effort) == 0, "rclpy must still read the trimmed bytes"
+
+
+def test_canonical_cdr_rejects_garbage():
+    with pytest.raises(ValueError, match="CDR"):
+        canonical_cdr(TS, b"\x00\x01\x00\x00\xff", "sensor_msgs/msg/JointState")
+    with pytest.raises(ValueError, match="not a CDR"):
+        canonical_cdr(TS, b"xx", "sensor_msgs/msg/JointState")
+
+
+def test_recorded_types_exist_in_rclpy_and_rosbags():
+    for robot, table in DEFAULT_TOPICS.items():
+        for topic, msgtype in table + COMMON_TOPICS:
+            assert message_class(msgtype) is not None, (robot, topic)
+            assert msgtype in TS.types, f"{msgtype} unknown to rosbags' Kilted typestore"
+
+
+def _write_bag(path, messages, connections, max_queue=10_000):
+    sink = BagSink(path, connections, max_queue=max_queue)
+    for topic, t_ns, msg in messages:
+        assert sink.put(topic, t_ns, bytes(serialize_message(msg)))
+    return sink.close()
+
+
+def test_bag_reads_with_rosbags_mcap_and_rclpy(tmp_path):
+    path = tmp_path / "bag"
+    conns = [(topics.JOINT_STATES, "sensor_msgs/msg/JointState"),
+             (topics.EXECUTED_COMMAND, "std_msgs/msg/Float64MultiArray")]
+    messages = []
+    for i in range(20):
+        messages.append((topics.JOINT_STATES, i * DT_NS, _joint_state_empty_effort()))
+        messages.append((topics.EXECUTED_COMMAND, i * DT_NS + 1, Float64MultiArray(data=[float(i)] * 3)))
+    stats = _write_bag(path, messages, conns)
+    assert stats.written == 40 and stats.dropped_corrupt == 0 and stats.dropped_full == 0
+    assert stats.trimmed_bytes == 20 * 4, "one empty double array (effort) = 4 junk bytes per JointState"
+    assert (path / "metadata.yaml").is_file()
+
+    # rosbags
+    with AnyReader([path]) as reader:
+        decoded = [reader.deserialize(raw, c.msgtype) for c, _, raw in reader.messages()]
+    assert len(decoded) == 40
+    assert [float(m.data[0]) for m in decoded if hasattr(m, "data")] == [float(i) for i in range(20)]
+
+    # mcap + mcap_ros2 (its own CDR decoder, schema from the bag)
+    from mcap_ros2.reader import read_ros2_messages
+    (mcap_file,) = path.glob("*.mcap")
+    ros_msgs = list(read_ros2_messages(str(mcap_file)))
+    assert len(ros_msgs) == 40
+    js = [m.ros_msg for m in ros_msgs if m.channel.topic == topics.JOINT_STATES]
+    assert list(js[0].name) == ["a", "b"] and list(js[0].position) == [1.0, 2.0]
+
+    # rclpy deserialization of the stored bytes
+    with AnyReader([path]) as reader:
+        for conn, _, raw in reader.messages():
+            msg = deserialize_message(bytes(raw), message_class(conn.msgtype))
+            if conn.topic == topics.JOINT_STATES:
+                assert list(msg.velocity) == [0.5, -0.5]
+
+
+def test_bag_sink_bounded_queue_counts_drops(tmp_path):
+    sink = BagSink(tmp_path / "bag", [(topics.EXECUTED_COMMAND, "std_msgs/msg/Float64MultiArray")], max_queue=10)
+    raw = bytes(serialize_message(Float64MultiArray(data=[1.0])))
+    accepted = sum(sink.put(topics.EXECUTED_COMMAND, i, raw) for i in range(5000))
+    stats = sink.close()
+    assert accepted + stats.dropped_full == 5000
+    assert stats.written == accepted
+
+
+def _go2_messages(n_steps, t0_ns=1_000_000_000, gap_after=None):
+    """A synthetic but well-formed Go2 stream: sensors at 50 Hz, then the executed command."""
+    out = []
+    t = t0_ns
+    for i in range(n_steps):
+        if gap_after is not None and i == gap_after:
+            t += 1_000_000_000  # 1 s gap: a new episode
+        q = DEFAULT_POSE_RAD + 0.01 * math.sin(i / 5)
+        out.append((topics.JOINT_STATES, t, msgs.make_joint_state(JOINT_NAMES, q, np.zeros(12), np.zeros(12), t)))
+        out.append((topics.IMU, t, msgs.make_imu(np.array([1.0, 0, 0, 0]), np.zeros(3), np.array([0, 0, 9.81]), t,
+                                                  "base")))
+        out.append((topics.ODOM, t, msgs.make_odom(np.array([0.01 * i, 0, 0.27]), np.array([1.0, 0, 0, 0]),
+                                                    np.array([0.5, 0, 0]), np.zeros(3), t)))
+        out.append((topics.HEIGHT_MAP, t, msgs.make_height_map(np.full((21, 15), -0.27, np.float32), t)))
+        out.append((topics.EXECUTED_COMMAND, t + 1000, msgs.make_float64_array(np.full(12, 0.1 * (i % 3)))))
+        t += DT_NS
+    return out
+
+
+def test_bag_to_dataset_go2(tmp_path):
+    conns = list(DEFAULT_TOPICS["go2"] + COMMON_TOPICS)
+    bag = tmp_path / "bag"
+    _write_bag(bag, _go2_messages(60, gap_after=30), conns)
+    out = bagmod.bag_to_dataset(bag, tmp_path / "ds", GO2, chunk_steps=16, fsync=False)
+    ds = Dataset(out)
+    assert len(ds) == 60
+    proprio = ds.array("obs/proprio")
+    assert proprio.shape == (60, GO2.proprio_dim)
+    # base_lin_vel comes from odom twist (0.5, 0, 0); projected gravity of an identity quaternion is (0, 0, -1)
+    np.testing.assert_allclose(proprio[:, 0:3], np.tile([0.5, 0, 0], (60, 1)), atol=1e-6)
+    np.testing.assert_allclose(proprio[:, 6:9], np.tile([0, 0, -1], (60, 1)), atol=1e-6)
+    np.testing.assert_allclose(ds.array("action")[:3, 0], [0.0, 0.1, 0.2], atol=1e-6)
+    assert ds.array("obs/height_map").shape == (60, 21, 15)
+    episodes = ds.array("episode_id")
+    assert list(np.unique(episodes)) == [0, 1], "the 1 s gap must start a second episode"
+    assert (episodes[:30] == 0).all() and (episodes[30:] == 1).all()
+    # A second conversion into the same folder appends (never overwrites) and continues episode ids.
+    bagmod.bag_to_dataset(bag, tmp_path / "ds", GO2, chunk_steps=16, fsync=False)
+    ds2 = Dataset(out)
+    assert len(ds2) == 120 and set(np.unique(ds2.array("episode_id"))) == {0, 1, 2, 3}
+
+
+def test_bag_to_dataset_drops_stale_and_reports_missing(tmp_path):
+    conns = list(DEFAULT_TOPICS["go2"] + COMMON_TOPICS)
+    only_commands = [(t, ts, m) for t, ts, m in _go2_messages(10) if t == topics.EXECUTED_COMMAND]
+    _write_bag(tmp_path / "bag", only_commands, conns)
+    with pytest.raises(bagmod.BagError, match="no step could be assembled"):
+        bagmod.bag_to_dataset(tmp_path / "bag", tmp_path / "ds", GO2, fsync=False)
+    no_cmd = [(t, ts, m) for t, ts, m in _go2_messages(10) if t != topics.EXECUTED_COMMAND]
+    _write_bag(tmp_path / "bag2", no_cmd, conns)
+    with pytest.raises(bagmod.BagError, match="executed_command"):
+        bagmod.bag_to_dataset(tmp_path / "bag2", tmp_path / "ds2", GO2, fsync=False)
+
+
+def test_bag_topic_table_matches_ros_topics():
+    assert set(bagmod.SENSOR_TOPICS) <= {topics.JOINT_STATES, topics.IMU, topics.ODOM, topics.HEIGHT_MAP,
+                                         topics.CAMERA_IMAGE, topics.WRENCH, topics.TASK_COMMAND}
+    assert bagmod.EXECUTED_COMMAND_TOPIC == topics.EXECUTED_COMMAND
+    assert bagmod._kind("/go2/joint_states") == "joint_states"
+    assert bagmod._kind("/camera/image_raw") == "camera_image"
+    assert bagmod._kind("/planner/latent") is None
