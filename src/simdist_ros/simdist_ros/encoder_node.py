@@ -1,0 +1,246 @@
+"""Encoder node: sensor topics -> observation history -> FROZEN encoder -> latent at the control rate.
+
+Graph role (topics relative, see ``simdist_ros.topics``):
+    in   ``joint_states``, ``imu``, ``odom`` (Go2: base twist; UR5e: TCP pose in the base frame),
+         ``height_map`` (Go2), ``camera/image_raw`` + ``wrench`` (UR5e) — all qos.SENSOR;
+         ``executed_command`` (qos.COMMAND: the action that preceded each observation), ``cmd_vel`` (Go2)
+    out  ``latent`` (Float32MultiArray, qos.LATENT: ``z[D]`` + ``context[S,W]`` + the observation stamp),
+         ``/diagnostics``
+
+Design choice: the full context (S x W floats, 51 x 64 = 13 KB for the reference Go2 model) is published
+every tick instead of only z, so the planner needs no copy of the encoder or the history and the
+encoder node is the only place observations become latents. Over loopback DDS that costs ~1 ms.
+
+Subscriptions only store the newest raw message; the tick validates and converts them. Any missing,
+late (older than ``max_input_age_ticks`` periods), non-finite or mis-shaped input skips the tick: no
+latent is published from bad input, the reason is logged (throttled) and counted in diagnostics. A tick
+with no new ``joint_states`` sample skips quietly so that the history gets exactly one row per sample.
+
+The encoder is frozen during adaptation (only dynamics are finetuned), so this node never reloads.
+Memory bound: one message per topic, ``spec.history`` history rows, ``runtime.STAT_WINDOW`` latencies.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from geometry_msgs.msg import Twist, WrenchStamped
+from nav_msgs.msg import Odometry
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.node import Node
+from sensor_msgs.msg import Image, Imu, JointState
+from simdist_core.data.history import ObservationHistory
+from std_msgs.msg import Float32MultiArray, Float64MultiArray
+
+from simdist_ros import msgs, qos, topics
+from simdist_ros.model_swap import load_model
+from simdist_ros.params import P, declare_table
+from simdist_ros.runtime import TickStats, manifest_get, resolve_checkpoint, run_node, setup_torch
+from simdist_ros.sensors import SENSOR_TOPICS, joint_names, obs_from_messages
+
+
+@dataclass(frozen=True, kw_only=True)
+class EncoderParams:
+    """Runtime settings of the encoder node (the encoder itself comes from the checkpoint)."""
+
+    robot: str
+    """Robot name; must match the checkpoint."""
+    checkpoint: str
+    """Checkpoint directory (empty = ``<repo>/checkpoints/<robot>``)."""
+    device: str
+    """Torch device."""
+    control_hz: float
+    """Tick rate; 0 = the robot spec's control rate."""
+    max_input_age_ticks: float
+    """A sensor sample older than this many control periods is late -> skip."""
+    gait_period_s: float
+    """Go2 gait clock period (must match the data the model was trained on)."""
+    default_command: tuple[float, ...]
+    """Task command used until one arrives on ``cmd_vel`` (Go2: vx, vy, yaw rate)."""
+    diagnostics_period_s: float
+    """Seconds between two diagnostics messages."""
+    torch_threads: int
+    """torch intra-op threads."""
+
+    def __post_init__(self) -> None:
+        if not np.all(np.isfinite(self.default_command)):
+            raise ValueError(f"default_command must be finite, got {self.default_command=}")
+
+
+ROWS = (
+    P("robot", "go2", "Robot name (must match the checkpoint)", read_only=True),
+    P("checkpoint", "", "Checkpoint directory; empty = <repo>/checkpoints/<robot>", read_only=True),
+    P("device", "cpu", "Torch device", read_only=True),
+    P("control_hz", 0.0, "Tick rate in Hz; 0 = the robot spec's rate", lo=0.0, hi=1000.0, read_only=True),
+    P("max_input_age_ticks", 3.0, "Sensor age (control periods) beyond which a tick is skipped", lo=1.0, hi=100.0),
+    P("gait_period_s", 0.3, "Go2 gait clock period in seconds", lo=0.15, hi=1.5, read_only=True),
+    P("default_command", (0.5, 0.0, 0.0), "Task command until cmd_vel arrives (vx m/s, vy m/s, yaw rad/s)"),
+    P("diagnostics_period_s", 1.0, "Diagnostics period in seconds", lo=0.05, hi=60.0, read_only=True),
+    P("torch_threads", 1, "torch intra-op threads", lo=1, hi=64, read_only=True),
+)
+
+_MSG_TYPES = {"joint_states": JointState, "imu": Imu, "odom": Odometry, "height_map": Image, "camera": Image,
+              "wrench": WrenchStamped}  # fmt: skip
+
+
+class SkipTick(Exception):  # noqa: N818  (control flow, not an error of the caller)
+    """This tick publishes no latent; ``counter`` names the diagnostics counter, the text says why."""
+
+    def __init__(self, counter: str, reason: str) -> None:
+        super().__init__(reason)
+        self.counter = counter
+
+
+class EncoderNode(Node):
+    """Thin adapter: sensor messages -> ``ObservationHistory`` -> ``WorldModel.encode`` -> latent message."""
+
+    def __init__(self, node_name: str = "encoder") -> None:
+        super().__init__(node_name)
+        self.params = params = declare_table(self, ROWS, EncoderParams)
+        setup_torch(params.torch_threads)
+        path = resolve_checkpoint(params.checkpoint, params.robot)
+        self.model, manifest = load_model(path, params.device)
+        self.spec = self.model.spec
+        if params.robot and params.robot != self.spec.name:
+            raise ValueError(f"parameter robot={params.robot!r} but checkpoint {path} is for {self.spec.name!r}")
+        if len(params.default_command) != self.spec.command_dim:
+            raise ValueError(f"default_command has {len(params.default_command)} values, {self.spec.name} needs "
+                             f"{self.spec.command_dim}")  # fmt: skip
+        self.model_version = str(manifest_get(manifest, "version", "unknown"))
+        self.control_hz = params.control_hz or self.spec.control_hz
+        self.period_ns = int(round(1e9 / self.control_hz))
+        self.history = ObservationHistory(self.spec)
+        self.joint_names = joint_names(self.spec.name)
+        self.stats = TickStats(1.0 / self.control_hz)
+        self._latest: dict[str, Any] = {}
+        self._command = np.asarray(params.default_command, np.float32)
+        self._executed: np.ndarray = np.zeros(self.spec.action_dim, np.float32)
+        self._last_obs_ns: int | None = None
+        self._t0_ns: int | None = None
+        self._lock = threading.Lock()
+        self.counts: dict[str, int] = {"latents": 0}
+        self._last_skip = ""
+        self._input_age_s = float("nan")
+
+        tick_group, io_group = MutuallyExclusiveCallbackGroup(), MutuallyExclusiveCallbackGroup()
+        for key in SENSOR_TOPICS[self.spec.name]:
+            topic = topics.CAMERA_IMAGE if key == "camera" else getattr(topics, key.upper())
+            self.create_subscription(_MSG_TYPES[key], topic, self._store(key), qos.SENSOR, callback_group=io_group)
+        self.create_subscription(Float64MultiArray, topics.EXECUTED_COMMAND, self._on_executed,
+                                 qos.command(self.control_hz), callback_group=io_group)  # fmt: skip
+        if self.spec.command_dim:
+            self.create_subscription(
+                Twist, topics.TASK_COMMAND, self._on_cmd_vel, qos.RELIABLE, callback_group=io_group
+            )
+        self._latent_pub = self.create_publisher(Float32MultiArray, topics.LATENT, qos.LATENT(self.control_hz))
+        self._diag_pub = self.create_publisher(msgs.DiagnosticArray, topics.DIAGNOSTICS, qos.RELIABLE)
+        self.create_timer(1.0 / self.control_hz, self._tick, callback_group=tick_group)
+        self.create_timer(params.diagnostics_period_s, self._publish_diagnostics, callback_group=io_group)
+        self.get_logger().info(f"encoder for {self.spec.name} at {self.control_hz:g} Hz, checkpoint {path}")
+
+    # ---- inputs (store only) -----------------------------------------------------------------------
+    def _store(self, key: str) -> Any:  # noqa: ANN401  (a subscription callback)
+        def callback(msg: Any) -> None:  # noqa: ANN401
+            self._latest[key] = msg
+
+        return callback
+
+    def _on_executed(self, msg: Float64MultiArray) -> None:
+        try:
+            self._executed = np.clip(msgs.command_to_array(msg, self.spec.action_dim), -1.0, 1.0)
+        except msgs.MessageError as exc:
+            self._skip_log("bad_executed_command", str(exc))
+
+    def _on_cmd_vel(self, msg: Twist) -> None:
+        try:
+            self._command = msgs.twist_to_command(msg)
+        except msgs.MessageError as exc:
+            self._skip_log("bad_cmd_vel", str(exc))
+
+    # ---- the tick ----------------------------------------------------------------------------------
+    def _tick(self) -> None:
+        now_ns = self.get_clock().now().nanoseconds
+        self.stats.start(now_ns)
+        try:
+            obs, obs_t_ns = self._observation(now_ns)
+            self.history.record_action(self._executed)
+            self.history.push(obs)
+            with torch.inference_mode():
+                latent = self.model.encode(self.history.model_input(self.params.device))
+            z = latent.z[0].cpu().numpy()  # (D,)
+            context = latent.context[0].cpu().numpy()  # (S, W)
+            if not (np.all(np.isfinite(z)) and np.all(np.isfinite(context))):
+                raise SkipTick("nonfinite_latent", "encoder produced a non-finite latent")
+        except SkipTick as skip:
+            if skip.counter != "no_new_sample":
+                self._skip_log(skip.counter, str(skip))
+            self.stats.stop()
+            return
+        self._latent_pub.publish(msgs.make_latent({"z": z, "context": context}, obs_t_ns))
+        self.counts["latents"] += 1
+        self._last_skip = ""
+        self.stats.stop()
+
+    def _observation(self, now_ns: int) -> tuple[dict[str, np.ndarray], int]:
+        """Validate and convert the newest messages into one observation; raises SkipTick."""
+        latest = dict(self._latest)
+        missing = [k for k in SENSOR_TOPICS[self.spec.name] if k not in latest]
+        if missing:
+            raise SkipTick("waiting_for_input", f"no message yet on {missing}")
+        stamps = {k: msgs.stamp_to_ns(m.header.stamp) for k, m in latest.items()}
+        obs_t_ns = min(stamps.values())
+        self._input_age_s = (now_ns - obs_t_ns) * 1e-9
+        late = [k for k, t in stamps.items() if now_ns - t > self.params.max_input_age_ticks * self.period_ns]
+        if late:
+            raise SkipTick("late_input", f"inputs {late} are older than {self.params.max_input_age_ticks:g} ticks "
+                                         f"(age {self._input_age_s:.3f} s)")  # fmt: skip
+        if stamps["joint_states"] == self._last_obs_ns:
+            raise SkipTick("no_new_sample", "no new joint_states sample")
+        if self._t0_ns is None:
+            self._t0_ns = stamps["joint_states"]
+        phase_time_s = (stamps["joint_states"] - self._t0_ns) * 1e-9
+        try:
+            obs = obs_from_messages(self.spec, latest, self.joint_names, self._command, phase_time_s,
+                                    self.params.gait_period_s)  # fmt: skip
+        except ValueError as exc:  # MessageError is a ValueError, so is a core proprio check
+            raise SkipTick("bad_input", f"dropping observation: {exc}") from None
+        self._last_obs_ns = stamps["joint_states"]
+        return obs, obs_t_ns
+
+    def _skip_log(self, counter: str, reason: str) -> None:
+        with self._lock:
+            self.counts[counter] = self.counts.get(counter, 0) + 1
+        self._last_skip = reason
+        self.get_logger().warning(f"no latent this tick: {reason}", throttle_duration_sec=1.0)
+
+    # ---- diagnostics -------------------------------------------------------------------------------
+    def _publish_diagnostics(self) -> None:
+        p50, p99 = self.stats.percentiles_ms()
+        with self._lock:
+            counts = dict(self.counts)
+        values: dict[str, object] = {
+            "model_version": self.model_version,
+            "tick_latency_p50_ms": p50,
+            "tick_latency_p99_ms": p99,
+            "ticks": self.stats.ticks,
+            "deadline_misses": self.stats.deadline_misses,
+            "input_age_s": self._input_age_s,
+            **counts,
+        }
+        level = "warn" if self._last_skip else "ok"
+        message = self._last_skip or f"encoding at {self.control_hz:g} Hz"
+        status = msgs.make_status(f"{self.get_name()}: encoder", level, message, values, self.spec.name)
+        self._diag_pub.publish(msgs.make_diagnostics([status], self.get_clock().now().nanoseconds))
+
+
+def main(args: list[str] | None = None) -> int:
+    """Entry point ``encoder_node`` (``--ros-args -p checkpoint:=... -p use_sim_time:=true``)."""
+    return run_node(EncoderNode, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

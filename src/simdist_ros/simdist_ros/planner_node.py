@@ -1,0 +1,258 @@
+"""Planner node: MPPI on the latest latent at the control rate, with live model hot swap.
+
+Graph role (topics relative, see ``simdist_ros.topics``):
+    in   ``latent`` (Float32MultiArray, qos.LATENT), ``model/update`` (String JSON, qos.ANNOUNCE)
+    out  ``joint_command`` (Float64MultiArray, qos.COMMAND), ``plan`` (JointTrajectory), ``predicted_rollout``
+         (MarkerArray), ``/diagnostics`` (DiagnosticArray)
+
+Threads: the control timer sits alone in a mutually exclusive callback group; subscriptions and the
+diagnostics timer sit in a second group; a ``ModelSwapper`` worker thread verifies and loads announced
+checkpoints. The tick never blocks on I/O: it swaps a reference between two plans.
+
+Safety: no latent yet, a latent older than ``stale_ticks`` control periods, a planner exception or a
+non-finite action -> the hold action (zeros = default pose / no motion), counted and reported.
+
+Memory bound: one latest latent (~13 KB), a deque of ``runtime.STAT_WINDOW`` latencies, one pending
+announcement and at most two models (running + verified candidate) at a time.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
+from rclpy.node import Node
+from std_msgs.msg import Float32MultiArray, Float64MultiArray, String
+from trajectory_msgs.msg import JointTrajectory
+from visualization_msgs.msg import MarkerArray
+
+from simdist_ros import msgs, qos, topics
+from simdist_ros.model_swap import ModelSwapper, build_planner, load_model
+from simdist_ros.params import P, TunableParams, declare_table
+from simdist_ros.runtime import TickStats, manifest_get, resolve_checkpoint, run_node, setup_torch
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlannerParams:
+    """Runtime settings of the planner node (model and planner config come from the checkpoint)."""
+
+    robot: str
+    """Robot name; must match the checkpoint. Used to find ``checkpoints/<robot>`` when checkpoint is empty."""
+    checkpoint: str
+    """Checkpoint directory (empty = ``<repo>/checkpoints/<robot>``)."""
+    device: str
+    """Torch device of the planner."""
+    control_hz: float
+    """Tick rate; 0 = the robot spec's control rate."""
+    stale_ticks: float
+    """A latent older than this many control periods is stale -> hold action."""
+    seed: int
+    """Planner sampling seed."""
+    planner_preset: str
+    """``simdist_core.planning.mppi.PRESETS`` name, or ``checkpoint`` for the config stored with the weights."""
+    planner_overrides: tuple[str, ...]
+    """``key=value`` overrides of the checkpoint's planner config (e.g. ``num_samples=64``)."""
+    rollout_every_n: int
+    """Publish plan + predicted rollout markers every n ticks (0 = never)."""
+    diagnostics_period_s: float
+    """Seconds between two diagnostics messages."""
+    frame_id: str
+    """Frame of the rollout markers (Go2: yaw-aligned base frame; UR5e: robot base)."""
+    torch_threads: int
+    """torch intra-op threads (1 keeps the timer's jitter low on a shared CPU)."""
+
+    def __post_init__(self) -> None:
+        if self.stale_ticks < 1.0:
+            raise ValueError(f"stale_ticks must be >= 1, got {self.stale_ticks=}")
+
+
+ROWS = (
+    P("robot", "go2", "Robot name (must match the checkpoint)", read_only=True),
+    P("checkpoint", "", "Checkpoint directory; empty = <repo>/checkpoints/<robot>", read_only=True),
+    P("device", "cpu", "Torch device", read_only=True),
+    P("control_hz", 0.0, "Tick rate in Hz; 0 = the robot spec's rate", lo=0.0, hi=1000.0, read_only=True),
+    P("stale_ticks", 3.0, "Latent age (control periods) beyond which the planner holds", lo=1.0, hi=100.0),
+    P("seed", 0, "Planner sampling seed", lo=0, hi=2**31 - 1, read_only=True),
+    P("planner_preset", "cpu", "MPPI preset (cpu, reference) or 'checkpoint'", read_only=True),
+    P("planner_overrides", (), "key=value overrides of the checkpoint's planner config", read_only=True),
+    P("rollout_every_n", 5, "Publish plan + rollout markers every n ticks (0 = never)", lo=0, hi=1000),
+    P("diagnostics_period_s", 1.0, "Diagnostics period in seconds", lo=0.05, hi=60.0, read_only=True),
+    P("frame_id", "base_link", "Frame of the predicted rollout markers"),
+    P("torch_threads", 1, "torch intra-op threads", lo=1, hi=64, read_only=True),
+)
+
+
+class PlannerNode(Node):
+    """Thin adapter: latent message -> ``MPPIPlanner.plan_latent`` -> command, plan, markers."""
+
+    def __init__(self, node_name: str = "planner") -> None:
+        super().__init__(node_name)
+        params = declare_table(self, ROWS, PlannerParams)
+        self._tunable = TunableParams(self, ROWS, params)
+        setup_torch(params.torch_threads)
+        path = resolve_checkpoint(params.checkpoint, params.robot)
+        model, manifest = load_model(path, params.device)
+        self.spec = model.spec
+        if params.robot and params.robot != self.spec.name:
+            raise ValueError(f"parameter robot={params.robot!r} but checkpoint {path} is for {self.spec.name!r}")
+        self.planner = build_planner(
+            model, manifest, params.planner_preset, params.planner_overrides, params.device, params.seed
+        )
+        self.model_version = str(manifest_get(manifest, "version", "unknown"))
+        self.control_hz = params.control_hz or self.spec.control_hz
+        self.period_ns = int(round(1e9 / self.control_hz))
+        self.stats = TickStats(1.0 / self.control_hz)
+        self._device = params.device
+        self._hold = np.zeros(self.spec.action_dim)
+        self._latent_dim, self._width = model.cfg.latent_dim, model.cfg.width
+        self._latest: tuple[dict[str, np.ndarray], int] | None = None
+        self._lock = threading.Lock()
+        self.counts = dict.fromkeys(
+            ("commands", "holds_no_latent", "holds_stale", "planner_errors", "planner_fallbacks", "bad_latents",
+             "latent_deadline_missed", "command_deadline_missed"),
+            0,
+        )  # fmt: skip
+        self._last_hold_reason = ""
+        self._latent_age_s = float("nan")
+
+        control_group, io_group = MutuallyExclusiveCallbackGroup(), MutuallyExclusiveCallbackGroup()
+        self._cmd_pub = self.create_publisher(
+            Float64MultiArray, topics.COMMAND, qos.command(self.control_hz),
+            event_callbacks=PublisherEventCallbacks(deadline=lambda _e: self._count("command_deadline_missed")),
+        )  # fmt: skip
+        self._plan_pub = self.create_publisher(JointTrajectory, topics.PLAN, qos.RELIABLE)
+        self._marker_pub = self.create_publisher(MarkerArray, topics.PREDICTED_ROLLOUT, qos.RELIABLE)
+        self._diag_pub = self.create_publisher(msgs.DiagnosticArray, topics.DIAGNOSTICS, qos.RELIABLE)
+        self.create_subscription(
+            Float32MultiArray, topics.LATENT, self._on_latent, qos.LATENT(self.control_hz),
+            callback_group=io_group,
+            event_callbacks=SubscriptionEventCallbacks(deadline=lambda _e: self._count("latent_deadline_missed")),
+        )  # fmt: skip
+        self.swapper = ModelSwapper(model, manifest, self.get_logger(), params.device)
+        self.create_subscription(String, topics.MODEL_UPDATE, self._on_update, qos.ANNOUNCE, callback_group=io_group)
+        self.create_timer(1.0 / self.control_hz, self._tick, callback_group=control_group)
+        self.create_timer(params.diagnostics_period_s, self._publish_diagnostics, callback_group=io_group)
+        self.get_logger().info(
+            f"planner for {self.spec.name} at {self.control_hz:g} Hz, checkpoint {path} (version {self.model_version})"
+        )
+
+    # ---- inputs ------------------------------------------------------------------------------------
+    def _count(self, key: str, n: int = 1) -> None:
+        with self._lock:
+            self.counts[key] += n
+
+    def _on_latent(self, msg: Float32MultiArray) -> None:
+        try:
+            blocks, obs_t_ns = msgs.latent_to_arrays(msg, {"z": (self._latent_dim,)})
+            context = blocks.get("context")
+            if context is None or context.ndim != 2 or context.shape[1] != self._width:
+                got = None if context is None else context.shape
+                raise msgs.MessageError(f"latent: block 'context' has shape {got}, expected (S, {self._width})")
+        except msgs.MessageError as exc:
+            self._count("bad_latents")
+            self.get_logger().warning(f"dropping latent: {exc}", throttle_duration_sec=1.0)
+            return
+        self._latest = (blocks, obs_t_ns)  # one reference assignment: the tick reads either old or new
+
+    def _on_update(self, msg: String) -> None:
+        self.swapper.submit(msg.data, self.get_clock().now().nanoseconds)
+
+    # ---- the control tick --------------------------------------------------------------------------
+    def _tick(self) -> None:
+        now_ns = self.get_clock().now().nanoseconds
+        missed = self.stats.start(now_ns)
+        swapped = self.swapper.take(self.planner, missed)
+        if swapped is not None:
+            self.model_version = swapped
+            self.get_logger().info(f"hot-swapped model to version {swapped}")
+        params = self._tunable.current
+        action, result = self._decide(now_ns, params)
+        self._cmd_pub.publish(msgs.make_float64_array(action))
+        self._count("commands")
+        if result is not None and params.rollout_every_n and self.stats.ticks % params.rollout_every_n == 0:
+            self._publish_plan(result, now_ns, params.frame_id)
+        self.stats.stop()
+
+    def _decide(self, now_ns: int, params: PlannerParams) -> tuple[np.ndarray, Any]:
+        latest = self._latest
+        if latest is None:
+            return self._hold_action("holds_no_latent", "no latent received yet"), None
+        blocks, obs_t_ns = latest
+        age_ns = now_ns - obs_t_ns
+        self._latent_age_s = age_ns * 1e-9
+        if age_ns > params.stale_ticks * self.period_ns:
+            self.planner.reset()  # the warm start belongs to a world that has moved on
+            return self._hold_action("holds_stale", f"latent is {age_ns * 1e-9:.3f} s old"), None
+        try:
+            from simdist_core.models import Latent
+
+            result = self.planner.plan_latent(Latent.from_numpy(blocks["z"], blocks["context"], self._device))
+            action = np.asarray(_numpy(result.action), np.float64).reshape(-1)
+        except (RuntimeError, ValueError) as exc:  # boundary: hold, log throttled, report
+            self.get_logger().error(f"planner failed, holding: {exc}", throttle_duration_sec=1.0)
+            return self._hold_action("planner_errors", f"planner error: {exc}"), None
+        if action.shape != self._hold.shape or not np.all(np.isfinite(action)):
+            self.get_logger().error(f"planner returned a bad action {action}, holding", throttle_duration_sec=1.0)
+            return self._hold_action("planner_errors", "non-finite or mis-shaped action"), None
+        if bool(getattr(result, "fallback", False)):
+            self._count("planner_fallbacks")
+        self._last_hold_reason = ""
+        return np.clip(action, -1.0, 1.0), result
+
+    def _hold_action(self, counter: str, reason: str) -> np.ndarray:
+        self._count(counter)
+        if reason != self._last_hold_reason:
+            self.get_logger().warning(f"holding default pose: {reason}", throttle_duration_sec=1.0)
+        self._last_hold_reason = reason
+        return self._hold
+
+    def _publish_plan(self, result: Any, now_ns: int, frame: str) -> None:  # noqa: ANN401  (core PlanResult)
+        mean = np.asarray(_numpy(result.mean), np.float64)
+        probe = np.asarray(_numpy(result.probe), np.float64).reshape(-1, 3)
+        dt_s = 1.0 / self.control_hz
+        self._plan_pub.publish(msgs.make_plan(mean, self.spec.action_names, dt_s, now_ns))
+        path = msgs.probe_to_positions(probe, self.spec.probe, dt_s)
+        self._marker_pub.publish(msgs.make_rollout_markers([path], frame, now_ns))
+
+    # ---- diagnostics -------------------------------------------------------------------------------
+    def _publish_diagnostics(self) -> None:
+        p50, p99 = self.stats.percentiles_ms()
+        with self._lock:
+            counts = dict(self.counts)
+        counts.update(self.swapper.counts())
+        values: dict[str, object] = {
+            "model_version": self.model_version,
+            "tick_latency_p50_ms": p50,
+            "tick_latency_p99_ms": p99,
+            "ticks": self.stats.ticks,
+            "deadline_misses": self.stats.deadline_misses,
+            "missed_ticks": self.stats.missed_ticks,
+            "input_age_s": self._latent_age_s,
+            "control_hz": self.control_hz,
+            **counts,
+        }
+        level = "warn" if self._last_hold_reason else "ok"
+        message = self._last_hold_reason or f"planning at {self.control_hz:g} Hz"
+        status = msgs.make_status(f"{self.get_name()}: planner", level, message, values, self.spec.name)
+        self._diag_pub.publish(msgs.make_diagnostics([status], self.get_clock().now().nanoseconds))
+
+    def close(self) -> None:
+        """Stop and join the swap worker (before rclpy shuts down)."""
+        self.swapper.close()
+
+
+def _numpy(x: Any) -> np.ndarray:  # noqa: ANN401  (tensor or array)
+    return x.detach().cpu().numpy() if hasattr(x, "detach") else np.asarray(x)
+
+
+def main(args: list[str] | None = None) -> int:
+    """Entry point ``planner_node`` (``--ros-args -p checkpoint:=... -p use_sim_time:=true``)."""
+    return run_node(PlannerNode, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,135 @@
+"""Shared plumbing of the SimDist nodes: ``main()`` skeleton, tick statistics, checkpoint lookup.
+
+Kept out of the node files so each node stays a thin adapter (STYLE rules 2, 17, 20).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import rclpy
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+
+STAT_WINDOW = 2000
+"""Tick latencies kept for percentiles (a bounded deque: ~16 KB)."""
+
+
+class TickStats:
+    """Latency and missed-tick bookkeeping of a periodic callback.
+
+    A tick's latency is measured on the wall clock (``time.perf_counter``). Missed ticks are counted on
+    the node's clock (ROS time, i.e. sim time under ``use_sim_time``): a gap of more than 1.5 periods
+    between two tick starts means ``round(gap / period) - 1`` ticks never ran (rcl timers skip
+    missed periods instead of bunching them). Memory: ``STAT_WINDOW`` floats.
+    """
+
+    def __init__(self, period_s: float) -> None:
+        self.period_ns = int(round(period_s * 1e9))
+        self.latencies_s: deque[float] = deque(maxlen=STAT_WINDOW)
+        self.ticks = 0
+        self.missed_ticks = 0
+        self.deadline_misses = 0
+        self._last_start_ns: int | None = None
+        self._t0 = 0.0
+
+    def start(self, now_ns: int) -> int:
+        """Call at the start of a tick; returns the number of ticks missed since the previous one."""
+        self._t0 = time.perf_counter()
+        missed = 0
+        if self._last_start_ns is not None and now_ns - self._last_start_ns > 1.5 * self.period_ns:
+            missed = int(round((now_ns - self._last_start_ns) / self.period_ns)) - 1
+        self._last_start_ns = now_ns
+        self.missed_ticks += missed
+        self.ticks += 1
+        return missed
+
+    def stop(self) -> float:
+        """Call at the end of a tick; returns its wall-clock latency in seconds."""
+        latency = time.perf_counter() - self._t0
+        self.latencies_s.append(latency)
+        if latency * 1e9 > self.period_ns:
+            self.deadline_misses += 1
+        return latency
+
+    def percentiles_ms(self) -> tuple[float, float]:
+        """(p50, p99) tick latency in milliseconds over the window; NaN before the first tick."""
+        if not self.latencies_s:
+            return float("nan"), float("nan")
+        p50, p99 = np.percentile(np.fromiter(self.latencies_s, float), [50, 99])
+        return float(p50) * 1e3, float(p99) * 1e3
+
+
+def repo_root() -> Path:
+    """The source checkout this package runs from (holds ``checkpoints/``); falls back to the cwd."""
+    for parent in Path(__file__).resolve().parents:
+        if (parent / "checkpoints").is_dir() or (parent / ".git").exists():
+            return parent
+    return Path.cwd()
+
+
+def resolve_checkpoint(path: str, robot: str) -> Path:
+    """The checkpoint to load: ``path``, or ``<repo>/checkpoints/<robot>`` when ``path`` is empty.
+
+    Raises:
+        FileNotFoundError: nothing there (the message says where it looked and how to fix it).
+    """
+    if path:
+        resolved = Path(os.path.expanduser(path))
+    else:
+        if not robot:
+            raise FileNotFoundError("parameter checkpoint is empty and robot is empty: set one of them")
+        resolved = repo_root() / "checkpoints" / robot
+    if not resolved.exists():
+        raise FileNotFoundError(
+            f"checkpoint {str(resolved)!r} does not exist; pass -p checkpoint:=<dir> "
+            "(e.g. one written by `simdist pretrain`)"
+        )
+    return resolved
+
+
+def manifest_get(manifest: Any, key: str, default: Any = None) -> Any:  # noqa: ANN401  (JSON values)
+    """Read ``key`` from a checkpoint manifest that is either a mapping or a dataclass."""
+    if isinstance(manifest, Mapping):
+        return manifest.get(key, default)
+    return getattr(manifest, key, default)
+
+
+def setup_torch(threads: int) -> None:
+    """Cap torch's intra-op threads (shared 2-core machines: see shared/notes/environment.md)."""
+    import torch
+
+    torch.set_num_threads(max(1, threads))
+
+
+def run_node(make_node: Callable[[], Node], args: list[str] | None = None, threads: int = 2) -> int:
+    """Standard ``main()``: init, spin a MultiThreadedExecutor, shut down cleanly (STYLE rule 17).
+
+    The node may define ``close()``; it is called (to join worker threads) before ``rclpy`` shuts down.
+    Returns a process exit code: 0 on a normal or Ctrl-C exit, 1 if the node failed to start.
+    """
+    with rclpy.init(args=args):
+        try:
+            node = make_node()
+        except Exception as exc:  # noqa: BLE001  (process boundary: report why the node cannot start)
+            rclpy.logging.get_logger("simdist").fatal(f"node failed to start: {exc}")
+            return 1
+        executor = MultiThreadedExecutor(num_threads=threads)
+        executor.add_node(node)
+        try:
+            executor.spin()
+        except (KeyboardInterrupt, ExternalShutdownException):
+            pass
+        finally:
+            close = getattr(node, "close", None)
+            if close is not None:
+                close()
+            executor.shutdown()
+            node.destroy_node()
+    return 0

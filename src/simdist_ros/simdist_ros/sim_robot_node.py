@@ -1,0 +1,254 @@
+"""Simulated robot node: a MuJoCo task behind exactly the topics a real driver exposes.
+
+Graph role (topics relative, see ``simdist_ros.topics``):
+    in   ``joint_command`` (Float64MultiArray normalised action, qos.COMMAND)
+    out  sensors (qos.SENSOR): ``joint_states``, ``imu``, ``odom``, ``height_map`` (32FC1), ``foot_contacts`` (Go2);
+         ``joint_states``, ``odom`` (TCP pose), ``wrench``, ``camera/image_raw`` (rgb8) (UR5e);
+         ``executed_command`` (qos.COMMAND), ``cmd_vel`` (the task's command, Go2), ``/clock``, ``/diagnostics``
+
+The node owns simulated time: it runs on wall time itself (``use_sim_time`` false), steps the env one
+control period per loop in a worker thread, and publishes ``/clock`` so every other node can follow with
+``use_sim_time:=true``. ``real_time_factor`` paces the loop (1 = real time, 0 = as fast as the CPU allows).
+
+Safety, as in a real driver: a command older than ``command_timeout_s`` of sim time (or none at all)
+-> hold the default pose (zero action), counted and logged; out-of-range commands are clamped and
+counted. A fall (or the episode time limit) resets the task and says so in the log and diagnostics.
+
+Memory bound: the env, one latest command, fixed-size counters.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from geometry_msgs.msg import Twist, WrenchStamped
+from nav_msgs.msg import Odometry
+from rclpy.node import Node
+from rclpy.qos import QoSProfile
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import Image, Imu, JointState
+from simdist_core.config import parse_overrides
+from simdist_core.sim.base import make_env
+from std_msgs.msg import Float64MultiArray
+
+from simdist_ros import msgs, qos, topics
+from simdist_ros.params import P, TunableParams, declare_table
+from simdist_ros.runtime import run_node
+from simdist_ros.sensors import joint_names, sensors_to_messages
+
+
+@dataclass(frozen=True, kw_only=True)
+class SimRobotParams:
+    """Runtime settings of the simulated robot."""
+
+    task: str
+    """Task id ``<robot>/<task>`` in ``simdist_core.sim.base.TASKS``."""
+    overrides: tuple[str, ...]
+    """``key=value`` env config overrides, e.g. ``terrain.friction=0.2``."""
+    seed: int
+    """Seed of the first reset (later resets continue the env's generator)."""
+    real_time_factor: float
+    """Sim seconds per wall second; 0 = as fast as possible."""
+    command_timeout_s: float
+    """Sim seconds after which a command is stale (watchdog -> default pose)."""
+    reset_on_fall: bool
+    """Reset the task when the robot falls (else keep stepping the fallen robot)."""
+    publish_task_command: bool
+    """Publish the task's velocity command on ``cmd_vel`` (Go2) as an operator would."""
+    diagnostics_period_s: float
+    """Wall seconds between two diagnostics messages."""
+
+    def __post_init__(self) -> None:
+        if "/" not in self.task:
+            raise ValueError(f"task must be '<robot>/<task>', e.g. 'go2/flat', got {self.task=!r}")
+
+
+ROWS = (
+    P("task", "go2/flat", "Task id <robot>/<task> (simdist_core.sim.base.TASKS)", read_only=True),
+    P("overrides", (), "Env config overrides key=value, e.g. terrain.friction=0.2", read_only=True),
+    P("seed", 0, "Seed of the first reset", lo=0, hi=2**31 - 1, read_only=True),
+    P("real_time_factor", 1.0, "Sim seconds per wall second; 0 = as fast as possible", lo=0.0, hi=1000.0),
+    P("command_timeout_s", 0.1, "Sim seconds after which a command is stale (watchdog)", lo=0.0, hi=10.0),
+    P("reset_on_fall", True, "Reset the task when the robot falls"),
+    P("publish_task_command", True, "Publish the task's command on cmd_vel (Go2)"),
+    P("diagnostics_period_s", 1.0, "Diagnostics period in wall seconds", lo=0.05, hi=60.0, read_only=True),
+)
+
+_SENSOR_TYPES = {"joint_states": JointState, "imu": Imu, "odom": Odometry, "height_map": Image,
+                 "camera": Image, "wrench": WrenchStamped, "foot_contacts": Float64MultiArray}  # fmt: skip
+_SENSOR_TOPIC = {"camera": topics.CAMERA_IMAGE}
+
+
+class SimRobotNode(Node):
+    """Thin adapter: command message -> ``RobotEnv.step`` -> sensor messages + ``/clock``."""
+
+    def __init__(self, node_name: str = "sim_robot") -> None:
+        super().__init__(node_name)
+        params = declare_table(self, ROWS, SimRobotParams)
+        self._tunable = TunableParams(self, ROWS, params)
+        self.env = make_env(params.task, parse_overrides(params.overrides))
+        self.spec = self.env.spec
+        self.names = joint_names(self.spec.name)
+        self.dt_ns = int(round(1e9 / self.spec.control_hz))
+        self.sim_ns = 0
+        self._command: tuple[np.ndarray, int] | None = None
+        self._lock = threading.Lock()
+        self._env_lock = threading.Lock()  # the sim thread steps, the diagnostics timer reads metrics
+        self.counts = {"steps": 0, "episodes": 1, "falls": 0, "time_limits": 0, "watchdog_holds": 0,
+                       "clamped_commands": 0, "bad_commands": 0, "commands": 0}  # fmt: skip
+        self._watchdog_active = True
+        self._rtf_window = (time.monotonic(), 0)
+
+        self._pubs = {}
+        for key, msg_type in _SENSOR_TYPES.items():
+            topic = _SENSOR_TOPIC.get(key, getattr(topics, key.upper()))
+            self._pubs[key] = self.create_publisher(msg_type, topic, qos.SENSOR)
+        self._clock_pub = self.create_publisher(Clock, topics.CLOCK, QoSProfile(depth=10))
+        self._exec_pub = self.create_publisher(
+            Float64MultiArray, topics.EXECUTED_COMMAND, qos.command(self.spec.control_hz)
+        )
+        self._cmd_vel_pub = self.create_publisher(Twist, topics.TASK_COMMAND, qos.RELIABLE)
+        self._diag_pub = self.create_publisher(msgs.DiagnosticArray, topics.DIAGNOSTICS, qos.RELIABLE)
+        self.create_subscription(Float64MultiArray, topics.COMMAND, self._on_command, qos.command(self.spec.control_hz))
+        self.create_timer(params.diagnostics_period_s, self._publish_diagnostics)
+
+        self.env.reset(seed=params.seed)
+        self._publish_state(self._sensors(None))
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="sim_loop", daemon=True)
+        self._thread.start()
+        self.get_logger().info(
+            f"simulating {params.task} at {self.spec.control_hz:g} Hz, real_time_factor {params.real_time_factor:g}"
+            + (f", overrides {list(params.overrides)}" if params.overrides else "")
+        )
+
+    # ---- commands ----------------------------------------------------------------------------------
+    def _on_command(self, msg: Float64MultiArray) -> None:
+        try:
+            action = msgs.command_to_array(msg, self.spec.action_dim)
+        except msgs.MessageError as exc:
+            self._count("bad_commands")
+            self.get_logger().warning(f"ignoring command: {exc}", throttle_duration_sec=1.0)
+            return
+        self._command = (action, self.sim_ns)
+        self._count("commands")
+
+    def _count(self, key: str) -> None:
+        with self._lock:
+            self.counts[key] += 1
+
+    def _action(self) -> np.ndarray:
+        """The command to apply now: the latest fresh one (clamped), else the default pose (watchdog)."""
+        timeout_ns = self._tunable.current.command_timeout_s * 1e9
+        latest = self._command
+        if latest is None or self.sim_ns - latest[1] > timeout_ns:
+            self._count("watchdog_holds")
+            if not self._watchdog_active:
+                self.get_logger().warning("command watchdog: no fresh command, holding the default pose")
+            self._watchdog_active = True
+            return np.zeros(self.spec.action_dim)
+        if self._watchdog_active:
+            self.get_logger().info("command watchdog: fresh commands, following them")
+        self._watchdog_active = False
+        action = latest[0]
+        clipped = np.clip(action, -1.0, 1.0)
+        if not np.array_equal(clipped, action):
+            self._count("clamped_commands")
+            self.get_logger().warning(f"clamped command to [-1, 1]: {action}", throttle_duration_sec=1.0)
+        return clipped
+
+    # ---- the simulation loop -----------------------------------------------------------------------
+    def _loop(self) -> None:
+        next_wall = time.monotonic()
+        while not self._stop.is_set():
+            self.step_once()
+            rtf = self._tunable.current.real_time_factor
+            if rtf <= 0.0:
+                next_wall = time.monotonic()
+                continue
+            next_wall += self.dt_ns * 1e-9 / rtf
+            delay = next_wall - time.monotonic()
+            if delay > 0:
+                self._stop.wait(delay)
+            elif delay < -0.5:  # far behind (a slow machine): do not try to catch up in a burst
+                next_wall = time.monotonic()
+
+    def step_once(self) -> None:
+        """Advance the simulation one control period and publish everything."""
+        with self._env_lock:
+            self._step_locked()
+
+    def _step_locked(self) -> None:
+        action = self._action()
+        result = self.env.step(action)
+        self.sim_ns += self.dt_ns
+        self._count("steps")
+        self._exec_pub.publish(msgs.make_float64_array(action))  # before the sensors: it precedes them
+        self._publish_state(self._sensors(result.obs))
+        if result.terminated or result.truncated:
+            params = self._tunable.current
+            reason = "fell" if result.terminated else "reached the episode time limit"
+            self._count("falls" if result.terminated else "time_limits")
+            if result.terminated and not params.reset_on_fall:
+                return
+            metrics = ", ".join(f"{k}={v:.3g}" for k, v in self.env.metrics().items())
+            self.get_logger().warning(f"robot {reason} at t={self.sim_ns * 1e-9:.2f} s ({metrics}); resetting the task")
+            self.env.reset()
+            self._count("episodes")
+            self._publish_state(self._sensors(None))
+
+    def _sensors(self, obs: dict[str, np.ndarray] | None) -> dict[str, np.ndarray]:
+        if self.spec.image_shape is None:
+            return self.env.sensors()
+        sensors = self.env.sensors(image=obs is None)  # reuse the image the step already rendered
+        if obs is not None:
+            sensors["image"] = obs["image"]
+        return sensors
+
+    def _publish_state(self, sensors: dict[str, np.ndarray]) -> None:
+        self._clock_pub.publish(msgs.make_clock(self.sim_ns))
+        for key, msg in sensors_to_messages(self.spec.name, sensors, self.names, self.sim_ns).items():
+            self._pubs[key].publish(msg)
+        command = getattr(self.env, "command", None)
+        if self.spec.command_dim and command is not None and self._tunable.current.publish_task_command:
+            twist = Twist()
+            twist.linear.x, twist.linear.y, twist.angular.z = (float(v) for v in command)
+            self._cmd_vel_pub.publish(twist)
+
+    # ---- diagnostics -------------------------------------------------------------------------------
+    def _publish_diagnostics(self) -> None:
+        with self._lock:
+            counts = dict(self.counts)
+        wall0, steps0 = self._rtf_window
+        now = time.monotonic()
+        rtf = (counts["steps"] - steps0) * self.dt_ns * 1e-9 / max(now - wall0, 1e-9)
+        self._rtf_window = (now, counts["steps"])
+        values: dict[str, object] = {"sim_time_s": self.sim_ns * 1e-9, "achieved_real_time_factor": rtf, **counts}
+        with self._env_lock:
+            metrics = self.env.metrics()
+        values.update({f"metric/{k}": float(v) for k, v in metrics.items()})
+        level, message = (
+            ("warn", "watchdog: holding default pose") if self._watchdog_active else ("ok", "following commands")
+        )
+        status = msgs.make_status(f"{self.get_name()}: sim robot", level, message, values, self.spec.name)
+        self._diag_pub.publish(msgs.make_diagnostics([status], self.get_clock().now().nanoseconds))
+
+    def close(self) -> None:
+        """Stop and join the simulation thread (before rclpy shuts down)."""
+        self._stop.set()
+        self._thread.join(timeout=10.0)
+        close = getattr(self.env, "close", None)
+        if close is not None:
+            close()
+
+
+def main(args: list[str] | None = None) -> int:
+    """Entry point ``sim_robot_node`` (``--ros-args -p task:=go2/flat -p real_time_factor:=1.0``)."""
+    return run_node(SimRobotNode, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
