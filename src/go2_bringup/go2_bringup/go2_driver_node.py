@@ -1,0 +1,231 @@
+"""Go2 hardware driver node: the same topics as the simulated robot, over unitree_sdk2py low-level control.
+
+Graph role (topics relative, see ``simdist_ros.topics``):
+    in   ``joint_command`` (Float64MultiArray, normalised action (12,) in MuJoCo order, qos.command),
+         ``estop`` (Bool: True latches damping)
+    out  ``joint_states``, ``imu``, ``foot_contacts`` (qos.SENSOR), ``executed_command`` (the action the
+         motors actually got, after the safety clamps), ``/diagnostics``
+    srv  ``estop``, ``reset_estop``, ``stand_up``, ``lie_down`` (std_srvs/Trigger)
+
+The 500 Hz control loop (``go2_control.ControlLoop``) runs in its own thread and never waits on ROS:
+callbacks only hand new targets / requests to ``Go2Controller``. Odometry is not published: low-level
+mode has no state estimator (``odom`` must come from a separate estimator node).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+from sensor_msgs.msg import Imu, JointState
+from simdist_core.robots import GO2
+from simdist_core.sim import go2_constants as gc
+from simdist_core.sim.go2_lowlevel import Go2LowLevel, LowLevelConfig
+from simdist_ros.params import P, declare_table
+from std_msgs.msg import Bool, Float64MultiArray
+from std_srvs.srv import Trigger
+
+from go2_bringup.constants import joint_limits_rad
+from go2_bringup.go2_control import ControlConfig, ControlLoop, Go2Controller
+from go2_bringup.go2_sdk import BridgeConfig, Go2SdkBridge
+from go2_bringup.safety import SafetyConfig, SafetyController
+from simdist_ros import msgs, qos, topics
+
+
+@dataclass(frozen=True, kw_only=True)
+class Go2DriverParams:
+    """Runtime settings of the Go2 driver (names match the parameter rows)."""
+
+    network_interface: str
+    domain_id: int
+    control_hz: float
+    publish_hz: float
+    connect_timeout_s: float
+    kp: float
+    kd: float
+    damping_kd: float
+    max_step_rad: float
+    max_tracking_error_rad: float
+    max_velocity_rad_s: float
+    hold_timeout_s: float
+    damp_timeout_s: float
+    interpolation_s: float
+    state_timeout_s: float
+    stand_duration_s: float
+    estop_buttons: tuple[str, ...]
+    frame_id: str
+
+    def __post_init__(self) -> None:
+        if self.damp_timeout_s <= self.hold_timeout_s:
+            raise ValueError(f"damp_timeout_s must be > hold_timeout_s, got {self.damp_timeout_s=}, "
+                             f"{self.hold_timeout_s=}")
+
+
+_LL = LowLevelConfig()
+ROWS = (
+    P("network_interface", "", "Interface wired to the robot (e.g. eth0); empty = auto", read_only=True),
+    P("domain_id", 0, "DDS domain of the robot", lo=0, hi=232, read_only=True),
+    P("control_hz", 500.0, "LowCmd rate in Hz", lo=200.0, hi=1000.0, read_only=True),
+    P("publish_hz", 50.0, "Sensor topic rate in Hz", lo=1.0, hi=500.0, read_only=True),
+    P("connect_timeout_s", 5.0, "Seconds to wait for the first LowState", lo=0.1, hi=120.0, read_only=True),
+    P("kp", _LL.kp_nm_per_rad, "Joint PD Kp in N m/rad (must match Go2LowLevel)", lo=1.0, hi=100.0, read_only=True),
+    P("kd", _LL.kd_nms_per_rad, "Joint PD Kd in N m s/rad", lo=0.0, hi=10.0, read_only=True),
+    P("damping_kd", 2.0, "Kd while damping (kp = 0)", lo=0.1, hi=10.0, read_only=True),
+    P("max_step_rad", 0.05, "Max change of a joint target per control tick", lo=0.001, hi=1.0, read_only=True),
+    P("max_tracking_error_rad", 0.6, "Max |target - measured| per joint", lo=0.01, hi=3.0, read_only=True),
+    P("max_velocity_rad_s", 25.0, "Measured joint speed that latches the e-stop", lo=1.0, hi=60.0, read_only=True),
+    P("hold_timeout_s", 0.1, "Command age after which the last target is held", lo=0.01, hi=5.0, read_only=True),
+    P("damp_timeout_s", 0.5, "Command age after which the robot damps (latched)", lo=0.02, hi=10.0, read_only=True),
+    P("interpolation_s", 0.02, "Blend time of a new command (0 = step)", lo=0.0, hi=0.2, read_only=True),
+    P("state_timeout_s", 0.1, "LowState age that latches the e-stop", lo=0.01, hi=5.0, read_only=True),
+    P("stand_duration_s", 2.0, "Length of stand-up / lie-down", lo=0.2, hi=10.0, read_only=True),
+    P("estop_buttons", ("L2", "B"), "Remote buttons that latch the e-stop ([] disables)", read_only=True),
+    P("frame_id", "base_link", "Frame of imu", read_only=True),
+)
+
+
+class Go2DriverNode(Node):
+    """Adapter between ROS topics/services and ``Go2Controller``."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__("go2_driver", **kwargs)
+        self.params = p = declare_table(self, ROWS, Go2DriverParams)
+        lo, hi = joint_limits_rad()
+        safety = SafetyController(SafetyConfig(
+            q_min_rad=tuple(lo), q_max_rad=tuple(hi), max_step_rad=p.max_step_rad,
+            max_tracking_error_rad=p.max_tracking_error_rad, max_velocity_rad_s=p.max_velocity_rad_s,
+            hold_timeout_s=p.hold_timeout_s, damp_timeout_s=p.damp_timeout_s, kp=p.kp, kd=p.kd,
+            damping_kd=p.damping_kd))
+        self.bridge = Go2SdkBridge(BridgeConfig(domain_id=p.domain_id, interface=p.network_interface or None))
+        self.bridge.start()
+        self.get_logger().info(f"waiting up to {p.connect_timeout_s} s for LowState (domain {p.domain_id}, "
+                               f"interface {p.network_interface or 'auto'})")
+        try:
+            self.bridge.wait_for_state(p.connect_timeout_s)
+        except Exception:
+            self.bridge.close()
+            raise
+        lowlevel = Go2LowLevel(LowLevelConfig(kp_nm_per_rad=p.kp, kd_nms_per_rad=p.kd))
+        self.controller = Go2Controller(
+            ControlConfig(control_hz=p.control_hz, interpolation_s=p.interpolation_s,
+                          state_timeout_s=p.state_timeout_s, stand_duration_s=p.stand_duration_s,
+                          estop_buttons=p.estop_buttons),
+            self.bridge, safety, lowlevel)
+        self.loop = ControlLoop(self.controller)
+        self.bad_commands = 0
+
+        inputs = MutuallyExclusiveCallbackGroup()
+        outputs = MutuallyExclusiveCallbackGroup()
+        self.create_subscription(Float64MultiArray, topics.COMMAND, self._on_command, qos.command(GO2.control_hz),
+                                 callback_group=inputs)
+        self.create_subscription(Bool, topics.ESTOP, self._on_estop, 10, callback_group=inputs)
+        for name, handler in (("estop", self._srv_estop), ("reset_estop", self._srv_reset),
+                              ("stand_up", self._srv_stand_up), ("lie_down", self._srv_lie_down)):
+            self.create_service(Trigger, name, handler, callback_group=inputs)
+        self._joint_pub = self.create_publisher(JointState, topics.JOINT_STATES, qos.SENSOR)
+        self._imu_pub = self.create_publisher(Imu, topics.IMU, qos.SENSOR)
+        self._feet_pub = self.create_publisher(Float64MultiArray, topics.FOOT_CONTACTS, qos.SENSOR)
+        self._exec_pub = self.create_publisher(Float64MultiArray, topics.EXECUTED_COMMAND,
+                                               qos.command(GO2.control_hz))
+        self._diag_pub = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, qos.RELIABLE)
+        self.create_timer(1.0 / p.publish_hz, self._publish, callback_group=outputs)
+        self.create_timer(1.0, self._diagnostics, callback_group=outputs)
+        self.loop.start()
+        self.get_logger().info("Go2 driver running: robot is DAMPED; call the stand_up service to stand")
+
+    # ---- inputs -------------------------------------------------------------------------------------------
+    def _on_command(self, msg: Float64MultiArray) -> None:
+        try:
+            action = msgs.command_to_array(msg, GO2.action_dim)
+            if not self.controller.set_action(action):
+                self.get_logger().warning("joint_command ignored in mode "
+                                       f"{self.controller.safety.mode(self.controller.clock()).value}",
+                                       throttle_duration_sec=1.0)
+        except ValueError as exc:  # MessageError is a ValueError: hold the last good command
+            self.bad_commands += 1
+            self.get_logger().error(f"bad joint_command dropped ({self.bad_commands} so far): {exc}",
+                                    throttle_duration_sec=1.0)
+
+    def _on_estop(self, msg: Bool) -> None:
+        if msg.data:
+            self.controller.estop("estop topic")
+
+    def _srv_estop(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        self.controller.estop("estop service")
+        response.success, response.message = True, "e-stop latched: damping until reset_estop"
+        return response
+
+    def _srv_reset(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        self.controller.reset()
+        response.success, response.message = True, "e-stop cleared; robot damped, call stand_up to resume"
+        return response
+
+    def _srv_stand_up(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        response.success = self.controller.stand_up()
+        response.message = "standing up" if response.success else "refused: e-stop latched or no LowState"
+        return response
+
+    def _srv_lie_down(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        response.success = self.controller.lie_down()
+        response.message = "lying down" if response.success else "refused: e-stop latched or no LowState"
+        return response
+
+    # ---- outputs ------------------------------------------------------------------------------------------
+    def _publish(self) -> None:
+        state = self.bridge.latest()
+        if state is None:
+            return
+        t_ns = self.get_clock().now().nanoseconds
+        self._joint_pub.publish(msgs.make_joint_state(gc.JOINT_NAMES, state.q_rad, state.dq_rad_s,
+                                                      state.tau_est_nm, t_ns))
+        self._imu_pub.publish(msgs.make_imu(state.quat_wxyz, state.gyro_rad_s, state.accel_m_s2, t_ns,
+                                            self.params.frame_id))
+        self._feet_pub.publish(msgs.make_float64_array(state.foot_force))
+        if self.controller.last_sent is not None:
+            self._exec_pub.publish(msgs.make_float64_array(self.controller.executed_action))
+
+    def _diagnostics(self) -> None:
+        c = self.controller
+        mode = c.last_sent.mode.value if c.last_sent is not None else "none"
+        reason = c.safety.estop_reason
+        level = "error" if reason else ("warn" if mode in ("hold", "damp") else "ok")
+        values = {"mode": mode, "estop_reason": reason or "", "ticks": c.ticks, "loop_errors": self.loop.errors,
+                  "loop_overruns": self.loop.overruns, "ignored_commands": c.safety.ignored_commands,
+                  "bad_commands": self.bad_commands, **{f"sdk_{k}": v for k, v in self.bridge.stats.items()},
+                  **{f"clamped_{k}": v for k, v in c.clamp_counts.items()}}
+        status = msgs.make_status("go2_driver", level, reason or mode, values, hardware_id="go2")
+        self._diag_pub.publish(msgs.make_diagnostics([status], self.get_clock().now().nanoseconds))
+
+    def close(self) -> None:
+        """Stop the control loop (the robot then sees no commands and its own firmware damps) and close DDS."""
+        self.loop.stop()
+        self.bridge.close()
+
+
+def main(args: list[str] | None = None) -> int:
+    """Entry point ``go2_driver_node`` (``--ros-args -p network_interface:=eth0``)."""
+    with rclpy.init(args=args):
+        try:
+            node = Go2DriverNode()
+        except Exception as exc:  # noqa: BLE001 - process boundary: say why the driver cannot start
+            rclpy.logging.get_logger("go2_driver").fatal(f"Go2 driver failed to start: {exc}")
+            return 1
+        executor = MultiThreadedExecutor(num_threads=2)
+        executor.add_node(node)
+        try:
+            executor.spin()
+        except (KeyboardInterrupt, ExternalShutdownException):
+            pass
+        finally:
+            node.close()
+            executor.shutdown()
+            node.destroy_node()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

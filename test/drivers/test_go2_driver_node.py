@@ -1,0 +1,116 @@
+"""The Go2 driver node in a real rclpy graph, against the MuJoCo Go2 over DDS loopback.
+
+Topics and services as the rest of the graph sees them: stand_up, joint_command -> executed_command and the
+robot's received targets, e-stop topic latching until the reset service, joint_states in MuJoCo order.
+"""
+
+import os
+import threading
+import time
+
+import numpy as np
+import pytest
+import rclpy
+from go2_bringup.go2_driver_node import Go2DriverNode
+from go2_bringup.safety import Mode
+from go2_dds_sim import Go2DdsSim
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.parameter import Parameter
+from sensor_msgs.msg import JointState
+from simdist_core.sim import go2_constants as gc
+from std_msgs.msg import Bool, Float64MultiArray
+from std_srvs.srv import Trigger
+
+from simdist_ros import qos, topics
+
+pytestmark = pytest.mark.timeout(180)
+
+DOMAIN_ID = 1 + os.getpid() % 99  # same private Unitree domain as test_go2_dds (one DDS factory per process)
+
+
+def _wait(predicate, timeout_s=30.0):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.01)
+    return predicate()
+
+
+@pytest.fixture
+def graph():
+    sim = Go2DdsSim(DOMAIN_ID).start()
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    overrides = [Parameter("domain_id", value=DOMAIN_ID), Parameter("network_interface", value="lo"),
+                 Parameter("control_hz", value=250.0), Parameter("stand_duration_s", value=0.5),
+                 Parameter("connect_timeout_s", value=30.0), Parameter("state_timeout_s", value=0.5)]
+    driver = Go2DriverNode(context=context, parameter_overrides=overrides)
+    peer = rclpy.create_node("peer", context=context)
+    executor = MultiThreadedExecutor(num_threads=2, context=context)
+    executor.add_node(driver)
+    executor.add_node(peer)
+    thread = threading.Thread(target=executor.spin, daemon=True)
+    thread.start()
+    try:
+        yield sim, driver, peer
+    finally:
+        driver.close()
+        executor.shutdown()
+        thread.join(timeout=10)
+        driver.destroy_node()
+        peer.destroy_node()
+        rclpy.shutdown(context=context)
+        sim.stop()
+
+
+def _call(peer, name):
+    client = peer.create_client(Trigger, name)
+    assert client.wait_for_service(timeout_sec=10.0)
+    future = client.call_async(Trigger.Request())
+    assert _wait(future.done)
+    return future.result()
+
+
+def test_driver_node_topics_services_and_estop(graph):
+    sim, driver, peer = graph
+    received = {"exec": [], "joints": []}
+    peer.create_subscription(Float64MultiArray, topics.EXECUTED_COMMAND, lambda m: received["exec"].append(m.data),
+                             qos.command(50.0))
+    peer.create_subscription(JointState, topics.JOINT_STATES, lambda m: received["joints"].append(m), qos.SENSOR)
+    cmd_pub = peer.create_publisher(Float64MultiArray, topics.COMMAND, qos.command(50.0))
+    estop_pub = peer.create_publisher(Bool, topics.ESTOP, 10)
+
+    assert _wait(lambda: len(received["joints"]) >= 5)
+    msg = received["joints"][-1]
+    assert list(msg.name) == list(gc.JOINT_NAMES) and len(msg.position) == 12
+
+    assert _call(peer, "stand_up").success
+    assert _wait(lambda: driver.controller.last_sent.mode is Mode.STAND)
+    action = np.linspace(-0.1, 0.1, 12)
+    for _ in range(60):
+        cmd_pub.publish(Float64MultiArray(data=action.tolist()))
+        time.sleep(0.02)
+        if driver.controller.last_sent.mode is Mode.ACTIVE and received["exec"] and \
+                np.allclose(received["exec"][-1], action, atol=1e-4):
+            break
+    np.testing.assert_allclose(received["exec"][-1], action, atol=1e-4)
+    np.testing.assert_allclose(sim.stats()["cmds"][-1][:, 1], (gc.DEFAULT_POSE_RAD + action)[gc.MUJOCO_TO_SDK],
+                               atol=1e-4)
+
+    # A malformed command is dropped and counted, the driver keeps running.
+    cmd_pub.publish(Float64MultiArray(data=[0.0] * 5))
+    assert _wait(lambda: driver.bad_commands == 1)
+
+    estop_pub.publish(Bool(data=True))
+    assert _wait(lambda: driver.controller.last_sent.mode is Mode.ESTOP)
+    assert not _call(peer, "stand_up").success
+    cmd_pub.publish(Float64MultiArray(data=action.tolist()))
+    assert _wait(lambda: sim.stats()["cmds"][-1][0, 3] == 0.0), "e-stop damps: kp = 0 at the robot"
+    assert driver.controller.last_sent.mode is Mode.ESTOP
+    assert _call(peer, "reset_estop").success
+    assert _wait(lambda: driver.controller.last_sent.mode is Mode.DAMP)
+    assert _call(peer, "stand_up").success
+    assert _wait(lambda: driver.controller.last_sent.mode is Mode.STAND)
+    assert _call(peer, "lie_down").success
+    assert _wait(lambda: driver.controller.last_sent.mode is Mode.DAMP)
