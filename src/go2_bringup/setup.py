@@ -23,5 +23,8 @@ setup(
     maintainer_email="maintainers@simdist.dev",
     description="go2 bringup for SimDist",
     license="Apache-2.0",
-    entry_points={"console_scripts": []},
+    entry_points={"console_scripts": [
+        "go2_driver_node = go2_bringup.go2_driver_node:main",
+        "height_map_node = go2_bringup.height_map_node:main",
+    ]},
 )

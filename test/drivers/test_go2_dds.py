@@ -85,7 +85,8 @@ def test_commands_arrive_with_valid_crc_in_sdk_motor_order(stack):
     for _ in range(40):
         assert controller.set_action(action)
         time.sleep(0.02)
-    assert _wait(lambda: controller.last_sent.mode is Mode.ACTIVE and np.allclose(controller.last_sent.q_rad, target_mj))
+    assert _wait(lambda: controller.last_sent.mode is Mode.ACTIVE
+                 and np.allclose(controller.last_sent.q_rad, target_mj))
     n_before = sim.stats()["commands"]
     for _ in range(10):
         controller.set_action(action)
