@@ -1,0 +1,171 @@
+"""``simdist eval``: closed-loop evaluation of a checkpoint with the MPPI planner in MuJoCo.
+
+Runs N episodes of a task, the planner acting on ``ObservationHistory`` windows exactly as the
+ROS planner node does, and reports the task metric (Go2: mean ``forward_progress_m`` and falls;
+UR5e: ``success_rate``), planner latency (p50/p99 ms), fallbacks and wall time. On a CPU the
+planner may run slower than real time; the report says how long it took (``real_time_factor``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from simdist_core.config import apply_overrides, parse_overrides, to_dict
+from simdist_core.eval.rollout import EpisodeStats, run_episode, summarise
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, kw_only=True)
+class EvalConfig:
+    """One closed-loop evaluation."""
+
+    task: str
+    """Task id, e.g. ``go2/flat`` or ``ur5e/peg``."""
+    episodes: int = 5
+    """Episodes to run (seeds ``seed .. seed + episodes - 1``)."""
+    seconds: float = 0.0
+    """Cap on each episode's simulated seconds (0 = the task's own episode length)."""
+    seed: int = 1000
+    """First episode seed (far from the seeds data generation uses by default)."""
+    preset: str = "cpu"
+    """Planner preset (``simdist_core.planning.mppi.PRESETS``) or ``checkpoint`` (config stored beside the weights)."""
+
+    def __post_init__(self) -> None:
+        if self.episodes < 1:
+            raise ValueError(f"episodes must be >= 1, got {self.episodes=}")
+        if self.seconds < 0:
+            raise ValueError(f"seconds must be >= 0, got {self.seconds=}")
+
+
+def task_metric_name(task: str) -> str:
+    """The headline metric of a task: ``forward_progress_m`` (Go2) or ``success_rate`` (UR5e)."""
+    return "success_rate" if task.startswith("ur5e") else "forward_progress_m"
+
+
+def headline(summary: dict[str, float], task: str) -> dict[str, float]:
+    """The task metric(s) under their report names (``success`` becomes ``success_rate``)."""
+    if task.startswith("ur5e"):
+        return {"success_rate": summary.get("success", float("nan"))}
+    return {"forward_progress_m": summary.get("forward_progress_m", float("nan")),
+            "falls": summary.get("falls", summary.get("fell", float("nan")))}  # fmt: skip
+
+
+def make_planner(model: torch.nn.Module, manifest: Any, preset: str, overrides: dict[str, str], seed: int) -> Any:  # noqa: ANN401
+    """MPPIPlanner from a preset name (or ``checkpoint``: the manifest's stored config) plus overrides."""
+    from simdist_core.config import from_dict
+    from simdist_core.planning.mppi import MPPIPlanner, PlannerConfig, planner_preset
+
+    if preset == "checkpoint":
+        stored = getattr(manifest, "planner_config", None)
+        if not isinstance(stored, dict):
+            raise KeyError("--preset checkpoint, but the checkpoint stores no planner config; use cpu or reference")
+        cfg = from_dict(PlannerConfig, stored)
+    else:
+        cfg = planner_preset(preset)
+    cfg = apply_overrides(cfg, overrides)
+    if cfg.horizon > model.spec.horizon:
+        cfg = apply_overrides(cfg, {"horizon": str(model.spec.horizon)})
+    return MPPIPlanner(model, cfg, seed=seed)
+
+
+def evaluate(
+    model: torch.nn.Module,
+    cfg: EvalConfig,
+    *,
+    env_overrides: dict[str, str] | None = None,
+    planner: Any = None,  # noqa: ANN401
+    manifest: Any = None,  # noqa: ANN401
+    planner_overrides: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """Run ``cfg.episodes`` closed-loop episodes and summarise them.
+
+    Returns:
+        JSON-ready dict: task, episodes, the task metric(s), per-episode metrics, planner stats, timing.
+    """
+    from simdist_core.sim.base import make_env
+
+    env = make_env(cfg.task, env_overrides or {})
+    if env.spec.name != model.spec.name:
+        raise ValueError(f"task {cfg.task} is a {env.spec.name} task but the checkpoint is for {model.spec.name}")
+    planner = planner or make_planner(model, manifest, cfg.preset, planner_overrides or {}, cfg.seed)
+    max_steps = int(round(cfg.seconds * env.spec.control_hz)) if cfg.seconds > 0 else 10**9
+    start = time.perf_counter()
+    episodes: list[EpisodeStats] = []
+    for i in range(cfg.episodes):
+        episodes.append(run_episode(env, planner, seed=cfg.seed + i, max_steps=max_steps))
+        log.info("episode %d/%d: %s", i + 1, cfg.episodes, episodes[-1].metrics)
+    wall_s = time.perf_counter() - start
+    summary = summarise(episodes)
+    sim_s = summary["steps"] * env.spec.control_dt
+    return {
+        "task": cfg.task, "episodes": cfg.episodes, "metric": task_metric_name(cfg.task),
+        **headline(summary, cfg.task), "summary": summary,
+        "per_episode": [ep.metrics for ep in episodes],
+        "planner": to_dict(planner.cfg), "preset": cfg.preset, "env_overrides": dict(env_overrides or {}),
+        "plan_ms_p50": summary["plan_ms_p50"], "plan_ms_p99": summary["plan_ms_p99"],
+        "fallbacks": int(summary["fallbacks"]), "wall_s": wall_s, "sim_s": sim_s,
+        "real_time_factor": sim_s / wall_s if wall_s > 0 else float("nan"), "torch_threads": torch.get_num_threads(),
+    }  # fmt: skip
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="simdist eval", description=__doc__.splitlines()[0])
+    parser.add_argument("--checkpoint", type=Path, required=True)
+    parser.add_argument("--task", required=True, help="task id, e.g. go2/flat, go2/ptfe_slope, ur5e/peg")
+    parser.add_argument("--set", dest="env_set", action="append", default=[], metavar="KEY=VALUE",
+                        help="task config override (repeatable)")  # fmt: skip
+    parser.add_argument("--planner", dest="planner_set", action="append", default=[], metavar="KEY=VALUE",
+                        help="planner config override, e.g. --planner num_samples=64 (repeatable)")  # fmt: skip
+    parser.add_argument("--episodes", type=int, default=5)
+    parser.add_argument("--seconds", type=float, default=0.0, help="cap per episode in simulated seconds (0 = task)")
+    parser.add_argument("--preset", default="cpu", help="planner preset: cpu | reference | checkpoint")
+    parser.add_argument("--seed", type=int, default=1000)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads")
+    parser.add_argument("--json", type=Path, help="write the report here")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str]) -> int:
+    """Entry point of ``simdist eval``; returns the process exit code."""
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    args = _parse(argv)
+    torch.set_num_threads(args.threads)
+    from simdist_core.checkpoint import load_checkpoint
+
+    model, manifest = load_checkpoint(args.checkpoint)
+    model.eval().requires_grad_(False)
+    cfg = EvalConfig(task=args.task, episodes=args.episodes, seconds=args.seconds, seed=args.seed, preset=args.preset)
+    report = evaluate(model, cfg, env_overrides=parse_overrides(args.env_set), manifest=manifest,
+                      planner_overrides=parse_overrides(args.planner_set))  # fmt: skip
+    report["checkpoint"] = str(args.checkpoint)
+    metric = report["metric"]
+    print(f"{cfg.task}: {metric} = {report[metric]:.3f} over {cfg.episodes} episodes"
+          + (f", falls {report['falls']:.2f}" if "falls" in report else "")
+          + f"; plan p50 {report['plan_ms_p50']:.1f} ms p99 {report['plan_ms_p99']:.1f} ms, "
+          f"fallbacks {report['fallbacks']}; {report['sim_s']:.1f} sim s in {report['wall_s']:.1f} s wall "
+          f"(x{report['real_time_factor']:.2f} real time)")  # fmt: skip
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(report, indent=1, default=_json_default))
+    return 0
+
+
+def _json_default(value: object) -> object:
+    if isinstance(value, np.generic):
+        return value.item()
+    return str(value)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,103 @@
+"""Recording closed-loop experience into the step store, the way the robot's replay buffer does.
+
+Records are built by ``simdist_core.data.transitions.make_record`` (the same function the ROS replay
+buffer and the bag converter use), so benchmark experience carries exactly what a robot can log:
+observations and executed actions, no reward/value/probe labels (``labelled=False``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from simdist_core.data.chunks import ChunkWriter
+from simdist_core.data.transitions import make_record
+from simdist_core.eval.rollout import EpisodeStats, run_episode
+from simdist_core.robots import RobotSpec
+from simdist_core.sim.base import RobotEnv, StepResult
+
+
+class ExperienceRecorder:
+    """An ``on_step`` callback for :func:`simdist_core.eval.rollout.run_episode` that appends to a shard.
+
+    Each episode's final observation is stored as an extra row (action zeros) so the last
+    transition has a target, as ``simdist generate`` does.
+
+    Args:
+        spec: robot layout.
+        shard_dir: shard folder (created; numbering continues after existing chunks).
+        chunk_steps: rows per sealed chunk.
+        first_episode_id: id of the first recorded episode (continue after existing ones).
+    """
+
+    def __init__(self, spec: RobotSpec, shard_dir: Path, *, chunk_steps: int = 1024, first_episode_id: int = 0) -> None:
+        self.spec = spec
+        self.writer = ChunkWriter(shard_dir, chunk_steps=chunk_steps, align_episodes=False, fsync=False)
+        self.episode_id = first_episode_id
+        self.steps = 0
+        """Control steps recorded (not counting the final-observation rows)."""
+        self._t_ns = 0
+        self._last_obs: dict[str, np.ndarray] | None = None
+
+    def __call__(self, obs: dict[str, np.ndarray], action: np.ndarray, result: StepResult) -> None:
+        """Append the transition (obs, action) -> result.obs."""
+        self.writer.append(make_record(self.spec, obs, action, self._t_ns, self.episode_id))
+        self._t_ns += int(round(1e9 * self.spec.control_dt))
+        self._last_obs = result.obs
+        self.steps += 1
+
+    def end_episode(self) -> None:
+        """Store the episode's final observation and advance the episode id."""
+        if self._last_obs is not None:
+            zero = np.zeros(self.spec.action_dim, np.float32)
+            self.writer.append(make_record(self.spec, self._last_obs, zero, self._t_ns, self.episode_id))
+        self._last_obs = None
+        self.episode_id += 1
+        self._t_ns += 10**9  # a gap, so time-based episode logic also sees a new episode
+
+    def close(self) -> None:
+        """Seal what is buffered."""
+        self.writer.close()
+
+
+def collect_experience(
+    env: RobotEnv,
+    planner: Any,  # noqa: ANN401
+    shard_dir: Path,
+    *,
+    episodes: int,
+    max_steps: int,
+    seed: int,
+    exploration_std: float = 0.0,
+    first_episode_id: int = 0,
+    chunk_steps: int = 1024,
+) -> list[EpisodeStats]:
+    """Run ``episodes`` planner episodes in ``env`` and append them to ``shard_dir``.
+
+    Args:
+        env: the (possibly shifted) task.
+        planner: ``reset()`` + ``plan(model_input)``, e.g. ``MPPIPlanner``.
+        shard_dir: shard folder; chunks are sealed at the end of the call.
+        episodes: number of episodes (seeds ``seed + i``).
+        max_steps: control-step cap per episode.
+        seed: first episode seed; also seeds the exploration noise.
+        exploration_std: Gaussian noise on the executed action (recorded as executed).
+        first_episode_id: id of the first episode (continue after the ids already in the shard).
+        chunk_steps: rows per sealed chunk.
+
+    Returns:
+        Per-episode stats (metrics, planner timings).
+    """
+    recorder = ExperienceRecorder(env.spec, shard_dir, chunk_steps=chunk_steps, first_episode_id=first_episode_id)
+    rng = np.random.default_rng(seed)
+    stats = []
+    try:
+        for i in range(episodes):
+            stats.append(run_episode(env, planner, seed=seed + i, max_steps=max_steps, exploration_std=exploration_std,
+                                     rng=rng, on_step=recorder))  # fmt: skip
+            recorder.end_episode()
+    finally:
+        recorder.close()
+    return stats

@@ -1,0 +1,128 @@
+"""Closed-loop rollouts of a planner in a simulated task (shared by ``simdist eval`` and the benchmark).
+
+One episode = reset the env, feed observations through ``ObservationHistory`` (the same window
+layout the dataset sampler builds offline), ask the planner for an action each control step,
+optionally add exploration noise, step the env, and hand every transition to an optional
+``on_step`` callback (the adaptation benchmark records them as experience).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from simdist_core.data.history import ObservationHistory
+from simdist_core.sim.base import RobotEnv, StepResult
+
+StepCallback = Callable[[dict[str, np.ndarray], np.ndarray, StepResult], None]
+"""``on_step(obs_before, action_executed, step_result)``."""
+
+
+@dataclass
+class EpisodeStats:
+    """What one closed-loop episode measured."""
+
+    steps: int
+    """Control steps executed."""
+    metrics: dict[str, float]
+    """``env.metrics()`` at the end (Go2: forward_progress_m, fell; UR5e: success)."""
+    plan_ms: list[float] = field(default_factory=list)
+    """Wall time of each ``planner.plan`` call, milliseconds."""
+    fallbacks: int = 0
+    """Planner ticks that returned a safe fallback instead of a plan."""
+    total_reward: float = 0.0
+    """Sum of env rewards."""
+
+
+def first_action(plan_out: Any) -> tuple[np.ndarray, bool]:
+    """Extract (action (A,), fallback flag) from what ``planner.plan`` returns.
+
+    Accepts a tensor/array action or an object/dict with ``action`` (and optionally ``fallback``).
+    """
+    fallback = False
+    if isinstance(plan_out, dict):
+        fallback = bool(plan_out.get("fallback", False))
+        plan_out = plan_out["action"]
+    elif hasattr(plan_out, "action"):
+        fallback = bool(getattr(plan_out, "fallback", False))
+        plan_out = plan_out.action
+    if isinstance(plan_out, torch.Tensor):
+        plan_out = plan_out.detach().cpu().numpy()
+    action = np.asarray(plan_out, dtype=np.float32).reshape(-1)
+    return action, fallback
+
+
+def run_episode(
+    env: RobotEnv,
+    planner: Any,
+    *,
+    seed: int,
+    max_steps: int,
+    exploration_std: float = 0.0,
+    rng: np.random.Generator | None = None,
+    on_step: StepCallback | None = None,
+    device: str = "cpu",
+) -> EpisodeStats:
+    """Run one planner-controlled episode.
+
+    Args:
+        env: a task from ``simdist_core.sim.base.make_env``.
+        planner: object with ``reset()`` and ``plan(model_input) -> action (A,)``.
+        seed: env reset seed.
+        max_steps: control-step cap (the env may end earlier).
+        exploration_std: std of Gaussian noise added to the planned action (then clipped to [-1, 1]).
+        rng: noise generator (required when ``exploration_std > 0``).
+        on_step: receives each transition (observation before, executed action, step result).
+        device: where model inputs are placed.
+
+    Returns:
+        The episode's metrics, planner timings and fallback count.
+    """
+    if exploration_std > 0 and rng is None:
+        raise ValueError("run_episode: exploration_std > 0 needs an rng")
+    history = ObservationHistory(env.spec)
+    obs = env.reset(seed=seed)
+    history.reset(obs)
+    planner.reset()
+    stats = EpisodeStats(steps=0, metrics={})
+    for _ in range(max_steps):
+        start = time.perf_counter()
+        with torch.no_grad():
+            action, fallback = first_action(planner.plan(history.model_input(device)))
+        stats.plan_ms.append(1e3 * (time.perf_counter() - start))
+        stats.fallbacks += int(fallback)
+        if exploration_std > 0:
+            action = action + exploration_std * rng.standard_normal(action.shape).astype(np.float32)
+        action = np.clip(action, -1.0, 1.0).astype(np.float32)
+        result = env.step(action)
+        if on_step is not None:
+            on_step(obs, action, result)
+        history.record_action(action)
+        history.push(result.obs)
+        obs = result.obs
+        stats.steps += 1
+        stats.total_reward += float(result.reward)
+        if result.terminated or result.truncated:
+            break
+    stats.metrics = {k: float(v) for k, v in env.metrics().items()}
+    return stats
+
+
+def summarise(episodes: list[EpisodeStats]) -> dict[str, float]:
+    """Mean of each task metric over episodes plus planner latency percentiles (ms) and fallbacks."""
+    if not episodes:
+        raise ValueError("summarise: no episodes")
+    keys = sorted({k for ep in episodes for k in ep.metrics})
+    out = {k: float(np.mean([ep.metrics.get(k, np.nan) for ep in episodes])) for k in keys}
+    plan_ms = np.concatenate([np.asarray(ep.plan_ms, dtype=np.float64) for ep in episodes])
+    out["plan_ms_p50"] = float(np.percentile(plan_ms, 50)) if plan_ms.size else float("nan")
+    out["plan_ms_p99"] = float(np.percentile(plan_ms, 99)) if plan_ms.size else float("nan")
+    out["fallbacks"] = float(sum(ep.fallbacks for ep in episodes))
+    out["steps"] = float(sum(ep.steps for ep in episodes))
+    out["mean_return"] = float(np.mean([ep.total_reward for ep in episodes]))
+    return out

@@ -1,0 +1,230 @@
+"""Dynamics-only finetuning as a library call, plus the validation gate (used by CLI, benchmark, ROS node).
+
+``finetune_dynamics(model, data, cfg) -> (new_model, report)`` never touches ``model``: it trains a
+deep copy, evaluates old and new on held-out *recent* windows (the newest fraction of the data,
+which is what the robot will face next) and says in ``report.gate`` whether the new model is
+better. Callers decide what to do with a failed gate; the CLI refuses to write it.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from simdist_core.data.dataset import Dataset
+from simdist_core.data.sampler import WindowSampler
+from simdist_core.training.common import OptimConfig
+from simdist_core.training.trainer import Batch, DynamicsFinetuner, evaluate_loss, finetune_loss_weights
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FinetuneConfig:
+    """Supervised latent-consistency finetuning of named parts (reference: dynamics, batch 32, Adam 2e-4)."""
+
+    steps: int = 500
+    """Optimizer updates."""
+    batch_size: int = 32
+    """Windows per update."""
+    parts: tuple[str, ...] = ("dynamics",)
+    """Parts that train; ``("all",)`` trains every part (the full-finetune baseline)."""
+    optim: OptimConfig = field(default_factory=lambda: OptimConfig(lr=2e-4, warmup_steps=50, cosine=False))
+    """Optimizer and schedule."""
+    holdout_fraction: float = 0.2
+    """Newest fraction of the stored steps held out for the validation gate."""
+    holdout_windows: int = 256
+    """Fixed held-out windows the gate scores (fewer if the holdout is smaller)."""
+    recent_steps: int = 0
+    """Train only on windows starting in the newest this-many steps (0 = all training data)."""
+    min_improvement: float = 0.0
+    """Gate passes only if new_loss < old_loss * (1 - min_improvement)."""
+    seed: int = 0
+    """Seed of window sampling."""
+
+    def __post_init__(self) -> None:
+        if self.steps < 1 or self.batch_size < 1:
+            raise ValueError(f"steps and batch_size must be >= 1, got {self.steps=}, {self.batch_size=}")
+        from simdist_core.models.world_model import PART_NAMES
+
+        if not self.parts or not (self.parts == ("all",) or set(self.parts) <= set(PART_NAMES)):
+            raise ValueError(f"parts must be ('all',) or a subset of {list(PART_NAMES)}, got {self.parts=}")
+        if not 0.0 < self.holdout_fraction < 1.0:
+            raise ValueError(f"holdout_fraction must be in (0, 1), got {self.holdout_fraction=}")
+        if self.holdout_windows < 1 or self.recent_steps < 0:
+            raise ValueError(f"need holdout_windows >= 1 and recent_steps >= 0, got {self.holdout_windows=}, "
+                             f"{self.recent_steps=}")  # fmt: skip
+        if not 0.0 <= self.min_improvement < 1.0:
+            raise ValueError(f"min_improvement must be in [0, 1), got {self.min_improvement=}")
+
+    @property
+    def trainable_parts(self) -> tuple[str, ...] | None:
+        """Parts to train, or None for all."""
+        return None if self.parts == ("all",) else self.parts
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """Verdict of the validation gate on held-out recent data."""
+
+    passed: bool
+    """True when the new model predicts the held-out latents better by the required margin."""
+    old_loss: float
+    """Latent-consistency loss of the old model on the held-out windows."""
+    new_loss: float
+    """Same for the new model."""
+    n_windows: int
+    """Held-out windows scored."""
+    reason: str
+    """One-line explanation (printed and stored in manifests)."""
+
+
+@dataclass
+class FinetuneReport:
+    """What one finetune call did and measured."""
+
+    steps: int
+    parts: tuple[str, ...]
+    train_loss_first: float
+    train_loss_last: float
+    gate: GateResult
+    n_train_windows: int
+    n_holdout_windows: int
+    wall_s: float
+    history: list[dict[str, float]] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        """JSON-ready summary (no history)."""
+        return {
+            "steps": self.steps, "parts": list(self.parts), "train_loss_first": self.train_loss_first,
+            "train_loss_last": self.train_loss_last, "gate": self.gate.__dict__,
+            "n_train_windows": self.n_train_windows, "n_holdout_windows": self.n_holdout_windows,
+            "wall_s": self.wall_s,
+        }  # fmt: skip
+
+
+def recent_split(sampler: WindowSampler, fraction: float) -> tuple[WindowSampler, WindowSampler]:
+    """(train, holdout) where the holdout is the newest ``fraction`` of the stored steps.
+
+    Whole episodes that start within the newest rows are held out when that leaves training episodes;
+    otherwise (one long episode, e.g. a replay buffer) the store is cut in time and training windows
+    stop H rows before the cut so no target leaks into training.
+
+    Raises:
+        ValueError: either side would be empty (too little data for a gate).
+    """
+    ds, starts, h = sampler.dataset, sampler.starts, sampler.horizon
+    recent = ds.recent_rows(max(1, int(round(ds.n_steps * fraction))))
+    start_eps = ds.row_episode[starts]
+    # Episodes that begin inside the newest rows (so they lie wholly within them).
+    held_eps = np.unique(start_eps[np.isin(ds.episode_starts[start_eps], recent)])
+    if held_eps.size and not np.all(np.isin(start_eps, held_eps)):
+        is_held = np.isin(start_eps, held_eps)
+        train, hold = starts[~is_held], starts[is_held]
+    else:
+        cut = int(recent.min())
+        train, hold = starts[starts < cut - h], starts[starts >= cut]
+    if train.size == 0 or hold.size == 0:
+        raise ValueError(
+            f"cannot split {ds.n_steps} steps ({ds.num_episodes} episodes) into train/holdout at "
+            f"holdout_fraction={fraction}: {train.size} train and {hold.size} held-out windows; collect more data"
+        )
+
+    def view(rows: np.ndarray, seed: int) -> WindowSampler:
+        return WindowSampler(ds, sampler.spec, h, sampler.batch_size, seed, sampler.device, starts=rows)
+
+    return view(train, sampler.seed), view(hold, sampler.seed + 1)
+
+
+def fixed_batches(sampler: WindowSampler, max_windows: int, batch_size: int, seed: int) -> list[Batch]:
+    """A deterministic list of batches over up to ``max_windows`` start rows of ``sampler``."""
+    rng = np.random.default_rng(seed)
+    rows = sampler.starts if sampler.starts.size <= max_windows else rng.choice(sampler.starts, max_windows, False)
+    rows = np.sort(rows)
+    return [sampler.sample(starts=rows[i : i + batch_size]) for i in range(0, rows.size, batch_size)]
+
+
+def validation_gate(
+    old: torch.nn.Module, new: torch.nn.Module, holdout: list[Batch], min_improvement: float = 0.0
+) -> GateResult:
+    """Score old and new on the same held-out windows with the latent-consistency loss.
+
+    With a frozen encoder both models predict the same targets, so the comparison is exact. When
+    the encoder was trained too (full finetune) each model is scored against its own encoder's
+    targets, which a collapsing encoder can game; the benchmark reports that case separately.
+    """
+    weights = finetune_loss_weights()
+    old_loss = evaluate_loss(old, holdout, weights)["loss"]
+    new_loss = evaluate_loss(new, holdout, weights)["loss"]
+    n = sum(int(b["actions"].shape[0]) for b in holdout)
+    if not np.isfinite(new_loss):
+        return GateResult(False, old_loss, new_loss, n, f"new model's held-out loss is not finite ({new_loss})")
+    threshold = old_loss * (1.0 - min_improvement)
+    if new_loss < threshold:
+        reason = f"held-out latent loss {old_loss:.5f} -> {new_loss:.5f} ({100 * (1 - new_loss / old_loss):.1f}% lower)"
+        return GateResult(True, old_loss, new_loss, n, reason)
+    reason = (f"held-out latent loss {old_loss:.5f} -> {new_loss:.5f}: not below the required {threshold:.5f}; "
+              "keeping the old model")  # fmt: skip
+    return GateResult(False, old_loss, new_loss, n, reason)
+
+
+def finetune_dynamics(
+    model: torch.nn.Module,
+    data: Dataset | WindowSampler,
+    cfg: FinetuneConfig | None = None,
+    *,
+    holdout: list[Batch] | None = None,
+    progress: bool = False,
+) -> tuple[torch.nn.Module, FinetuneReport]:
+    """Finetune a copy of ``model`` (named parts only) on ``data`` and gate it on recent held-out windows.
+
+    Args:
+        model: pretrained ``WorldModel``; left unchanged.
+        data: a dataset (windows built with the model's spec) or a ready ``WindowSampler``.
+        cfg: settings (default: dynamics only, 500 steps, batch 32).
+        holdout: explicit held-out batches for the gate; default = newest ``cfg.holdout_fraction`` of ``data``.
+        progress: show a tqdm bar.
+
+    Returns:
+        (new model, report); ``report.gate.passed`` says whether the new model should be used.
+    """
+    cfg = cfg or FinetuneConfig()
+    start = time.perf_counter()
+    sampler = data if isinstance(data, WindowSampler) else WindowSampler(data, model.spec, batch_size=cfg.batch_size,
+                                                                         seed=cfg.seed)  # fmt: skip
+    sampler = WindowSampler(sampler.dataset, sampler.spec, sampler.horizon, cfg.batch_size, cfg.seed, sampler.device,
+                            starts=sampler.starts)  # fmt: skip
+    if holdout is None:
+        train, hold = recent_split(sampler, cfg.holdout_fraction)
+        holdout = fixed_batches(hold, cfg.holdout_windows, cfg.batch_size, cfg.seed)
+        n_hold = int(hold.starts.size)
+    else:
+        train, n_hold = sampler, sum(int(b["actions"].shape[0]) for b in holdout)
+    if cfg.recent_steps:
+        train = train.recent(cfg.recent_steps)
+    new = copy.deepcopy(model)
+    trainer = DynamicsFinetuner(new, optim=cfg.optim, total_steps=cfg.steps, parts=cfg.trainable_parts)
+    history = []
+    steps = range(cfg.steps)
+    if progress:
+        from tqdm import tqdm
+
+        steps = tqdm(steps, desc="finetune", unit="step")
+    for _ in steps:
+        history.append(trainer.update(train.sample()))
+    for p in new.parameters():  # leave the returned model in a plain inference state
+        p.requires_grad_(False)
+    new.eval()
+    gate = validation_gate(model, new, holdout, cfg.min_improvement)
+    log.info("finetune %s: %s", cfg.parts, gate.reason)
+    report = FinetuneReport(
+        steps=cfg.steps, parts=cfg.parts, train_loss_first=history[0]["loss"], train_loss_last=history[-1]["loss"],
+        gate=gate, n_train_windows=int(train.starts.size), n_holdout_windows=n_hold,
+        wall_s=time.perf_counter() - start, history=history,
+    )  # fmt: skip
+    return new, report
