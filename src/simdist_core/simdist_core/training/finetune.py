@@ -51,7 +51,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--parts", default="dynamics", help="'dynamics' (SimDist), 'all', or a comma list of parts")
     parser.add_argument("--steps", type=int, help="optimizer updates (same as --set steps=N)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="FinetuneConfig override, e.g. batch_size=32, optim.lr=1e-4, holdout_fraction=0.2")  # fmt: skip
+                        help="FinetuneConfig override, e.g. batch_size=32, optim.lr=1e-4")  # fmt: skip
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
     parser.add_argument("--json", type=Path, help="write the finetune report (gate verdict included) here")
     parser.add_argument("--no-progress", action="store_true")
