@@ -1,0 +1,271 @@
+"""Privileged model-based trot expert for the Go2, its weaker variants, and a measuring helper.
+
+Each control step (50 Hz) the expert, reading ``env.privileged_state()`` and the exact terrain height:
+
+1. Reads the env's gait clock (diagonal trot FL+RR / FR+RL, period ``gait_period_s``, duty ``gait_duty``).
+2. Builds the *desired* body frame: current xy advanced by the target velocity over a look-ahead, height
+   ``body_height_m`` above the terrain, yaw = heading target, pitch = terrain slope along the heading.
+3. Stance feet stay where they are in the world; swing feet follow a lift-and-place arc to a Raibert
+   target ``hip + v T_stance / 2 + k (v - v_target)`` on the terrain surface.
+4. Expresses all feet in the desired body frame and solves analytic IK (``go2_kinematics``).
+5. Adds the stance legs' gravity share as a target offset ``J^T f / kp`` and converts the joint targets to
+   the normalised action of the fixed low-level PD (``Go2LowLevel.action_from_targets``). So the expert's
+   whole intent is a joint target: exactly what the planner outputs and the dataset records.
+
+Weaker variants (``make_go2_expert(env, skill)``, skill in (0, 1]; 1 = the expert). With ``b = 1 - skill``:
+feedback gains (reference tracking, Raibert, heading) scale by ``skill``; the expert's gait clock runs with
+period error ``x (1 + 0.4 b)`` against the env's clock (mistimed gait); state is read ``round(4 b)``
+control steps late (delayed estimator); touchdown targets get Gaussian noise of ``0.06 b`` m; the gravity
+share scales by ``1 - 0.5 b``. All degrade smoothly to "early checkpoint" behaviour.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, replace
+from typing import Any
+
+import mujoco
+import numpy as np
+
+from simdist_core.experts.go2_kinematics import foot_ik
+from simdist_core.sim.go2_constants import FOOT_RADIUS_M, HIP_OFFSETS_M, LEG_SIDE, THIGH_Y_OFFSET_M
+from simdist_core.sim.go2_obs import quat_to_rotmat, yaw_from_quat
+from simdist_core.sim.go2_rewards import PAIR_OFFSET
+
+_GRAVITY_M_S2 = 9.81
+_NOMINAL_FEET_XY_M = HIP_OFFSETS_M + np.outer(LEG_SIDE, [0.0, THIGH_Y_OFFSET_M, 0.0])
+"""Foot xy under each thigh joint (base frame, z = 0), (4, 3): feet at y = +-0.142 m as in the home pose."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Go2ExpertConfig:
+    """Gains and gait of the trot expert (defaults walk 0.3-1.0 m/s on flat ground and 10 deg slopes)."""
+
+    body_height_m: float = 0.27
+    swing_height_m: float = 0.08
+    lookahead_s: float = 0.06
+    """How far ahead the joint targets are placed (the PD lags its target)."""
+    raibert_gain_s: float = 0.05
+    raibert_clip_m: float = 0.15
+    reference_gain: float = 2.0
+    """Velocity correction (1/s) per metre that the base lags a reference point moving at the command."""
+    reference_lead_clamp_m: float = 0.15
+    """Largest lag of the base behind the reference point (anti wind-up)."""
+    heading_gain: float = 1.0
+    gravity_share: float = 1.0
+    skill: float = 1.0
+    """1 = expert; lower values degrade it (module docstring)."""
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.skill <= 1.0:
+            raise ValueError(f"skill must be in (0, 1], got {self.skill=}")
+        if not 0.15 <= self.body_height_m <= 0.35:
+            raise ValueError(f"body_height_m must be in [0.15, 0.35], got {self.body_height_m=}")
+        if not 0.0 <= self.swing_height_m <= 0.2:
+            raise ValueError(f"swing_height_m must be in [0, 0.2], got {self.swing_height_m=}")
+
+
+class Go2TrotExpert:
+    """Implements ``experts.base.Policy`` for ``Go2Env``."""
+
+    def __init__(self, config: Go2ExpertConfig | None = None) -> None:
+        self.config = config if config is not None else Go2ExpertConfig()
+        b = 1.0 - self.config.skill
+        self._period_scale = 1.0 + 0.4 * b
+        self._delay_steps = int(round(4 * b))
+        self._placement_noise_m = 0.06 * b
+        self._gain_scale = self.config.skill
+        self._gravity_scale = self.config.gravity_share * (1.0 - 0.5 * b)
+        self._rng = np.random.default_rng(0)
+
+    def reset(self, env: Any, rng: np.random.Generator) -> None:  # noqa: ANN401  (Go2Env)
+        """Start a new episode: heading target, integrator, swing bookkeeping."""
+        self._rng = rng
+        state = env.privileged_state()
+        self._heading = yaw_from_quat(state["base_quat"])
+        self._ref_xy = state["base_pos"][:2].copy()
+        self._liftoff = state["foot_pos_world"].copy()  # (4, 3)
+        self._was_swing = np.zeros(4, dtype=bool)
+        self._noise = np.zeros((4, 2))
+        self._history: deque[dict[str, np.ndarray]] = deque(maxlen=self._delay_steps + 1)
+        self._jacp = np.zeros((3, env.model.nv))
+
+    def act(self, env: Any) -> np.ndarray:  # noqa: ANN401  (Go2Env)
+        """Normalised joint-target action (12,) float32."""
+        c, dt = self.config, env.control_dt_s
+        self._history.append(env.privileged_state())
+        s = self._history[0]  # delayed by up to ``_delay_steps`` control steps at low skill
+        rot = quat_to_rotmat(s["base_quat"])
+        yaw = yaw_from_quat(s["base_quat"])
+        cmd = s["command"]
+        period = env.config.gait_period_s * self._period_scale
+        duty = env.config.gait_duty
+        leg_phase = (float(s["time_s"]) / period + PAIR_OFFSET) % 1.0  # (4,)
+        stance = leg_phase < duty
+        # Track a reference point moving at the commanded velocity (PI-like velocity control); its lead over
+        # the base is clamped so a stalled robot does not wind it up. Heading hold on a moving heading target.
+        self._heading += cmd[2] * dt
+        yaw_rate = cmd[2] + c.heading_gain * self._gain_scale * _wrap(self._heading - yaw)
+        cy, sy = math.cos(yaw), math.sin(yaw)
+        v_world = np.array([cy * cmd[0] - sy * cmd[1], sy * cmd[0] + cy * cmd[1], 0.0])
+        self._ref_xy += v_world[:2] * dt
+        lead = self._ref_xy - s["base_pos"][:2]
+        limit = c.reference_lead_clamp_m * self._gain_scale
+        norm = float(np.linalg.norm(lead))
+        if norm > limit:
+            lead *= limit / norm
+        self._ref_xy = s["base_pos"][:2] + lead
+        v_world[:2] += c.reference_gain * self._gain_scale * lead
+        # Desired body frame at t + lookahead.
+        base = s["base_pos"] + v_world * c.lookahead_s
+        ground = float(env.terrain_height(base[0], base[1]))
+        slope = _slope_along(env, base, yaw)
+        yaw_des = yaw + yaw_rate * c.lookahead_s
+        rot_des = _rot_zy(yaw_des, -slope)
+        base[2] = ground + c.body_height_m / max(math.cos(slope), 0.5)
+        v_world[2] = math.tan(slope) * np.linalg.norm(v_world[:2])
+        feet = s["foot_pos_world"].copy()  # (4, 3) current foot-sphere centres
+        self._plan_swing(env, s, rot, yaw, v_world, cmd, stance, leg_phase, duty, period, feet)
+        feet_body = (feet - base) @ rot_des  # (4, 3) in the desired body frame
+        q_des = foot_ik(feet_body).ravel()  # (12,)
+        q_des += self._gravity_offsets(env, rot, stance)
+        return env.low_level.action_from_targets(q_des)
+
+    def _plan_swing(
+        self,
+        env: Any,
+        s: dict[str, np.ndarray],
+        rot: np.ndarray,
+        yaw: float,  # noqa: ANN401
+        v_world: np.ndarray,
+        cmd: np.ndarray,
+        stance: np.ndarray,
+        leg_phase: np.ndarray,
+        duty: float,
+        period: float,
+        feet: np.ndarray,
+    ) -> None:
+        """Overwrite the swing legs' rows of ``feet`` (4, 3) with their arc targets at t + lookahead."""
+        c = self.config
+        swing = ~stance
+        started = swing & ~self._was_swing
+        self._liftoff[started] = s["foot_pos_world"][started]
+        self._noise[started] = self._rng.normal(0.0, self._placement_noise_m, (int(started.sum()), 2))
+        self._was_swing = swing
+        if not swing.any():
+            return
+        t_swing = (1.0 - duty) * period
+        progress = np.clip((leg_phase - duty) / (1.0 - duty) + c.lookahead_s / t_swing, 0.0, 1.0)  # (4,)
+        remaining = (1.0 - progress) * t_swing
+        v_actual = s["base_lin_vel_world"]
+        hips = s["base_pos"] + _NOMINAL_FEET_XY_M @ _rot_z(yaw).T  # (4, 3) under the thighs, level heading
+        hip_td = hips + v_world * remaining[:, None]
+        step = v_world[:2] * (duty * period) / 2 + c.raibert_gain_s * self._gain_scale * (v_actual[:2] - v_world[:2])
+        step = np.clip(step, -c.raibert_clip_m, c.raibert_clip_m)
+        target_xy = hip_td[:, :2] + step + self._noise
+        target_z = env.terrain_height(target_xy[:, 0], target_xy[:, 1]) + FOOT_RADIUS_M - 0.01
+        blend = 0.5 - 0.5 * np.cos(np.pi * progress)  # smooth start and stop
+        arc = c.swing_height_m * np.sin(np.pi * progress)
+        xy = self._liftoff[:, :2] + (target_xy - self._liftoff[:, :2]) * blend[:, None]
+        z = self._liftoff[:, 2] + (target_z - self._liftoff[:, 2]) * blend + arc
+        feet[swing, :2] = xy[swing]
+        feet[swing, 2] = z[swing]
+
+    def _gravity_offsets(self, env: Any, rot: np.ndarray, stance: np.ndarray) -> np.ndarray:  # noqa: ANN401
+        """Joint-target offsets (12,) = J^T f / kp for the stance legs' share of the weight."""
+        out = np.zeros(12)
+        n_stance = int(stance.sum())
+        if n_stance == 0 or self._gravity_scale == 0.0:
+            return out
+        m, d, sc = env.model, env.data, env.scene
+        mass = float(np.sum(m.body_mass))
+        force = np.array([0.0, 0.0, -mass * _GRAVITY_M_S2 / n_stance]) * self._gravity_scale  # foot on ground
+        kp = env.low_level.config.kp_nm_per_rad
+        for leg in np.flatnonzero(stance):
+            geom = sc.foot_geom_ids[leg]
+            mujoco.mj_jac(m, d, self._jacp, None, d.geom_xpos[geom], m.geom_bodyid[geom])
+            dofs = sc.dof_adr[3 * leg : 3 * leg + 3]
+            out[3 * leg : 3 * leg + 3] = self._jacp[:, dofs].T @ force / kp
+        return out
+
+
+def make_go2_expert(
+    env: Any = None,
+    skill: float = 1.0,
+    rng: np.random.Generator | None = None,  # noqa: ANN401
+    config: Go2ExpertConfig | None = None,
+) -> Go2TrotExpert:
+    """The trot expert (skill=1) or a systematically weaker variant (skill < 1), reset on ``env`` if given."""
+    expert = Go2TrotExpert(replace(config if config is not None else Go2ExpertConfig(), skill=skill))
+    if env is not None:
+        expert.reset(env, rng if rng is not None else np.random.default_rng())
+    return expert
+
+
+def _wrap(angle: float) -> float:
+    return (angle + math.pi) % (2 * math.pi) - math.pi
+
+
+def _slope_along(env: Any, base: np.ndarray, yaw: float) -> float:  # noqa: ANN401
+    """Terrain inclination (rad) along the heading, from heights 0.3 m ahead and behind."""
+    c, s = math.cos(yaw), math.sin(yaw)
+    xs = base[0] + np.array([0.3, -0.3]) * c
+    ys = base[1] + np.array([0.3, -0.3]) * s
+    h = env.terrain_height(xs, ys)
+    return math.atan2(float(h[0] - h[1]), 0.6)
+
+
+def _rot_z(yaw: float) -> np.ndarray:
+    c, s = math.cos(yaw), math.sin(yaw)
+    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+
+
+def _rot_zy(yaw: float, pitch: float) -> np.ndarray:
+    """Rotation yaw about z then pitch about the new y (body to world)."""
+    c, s = math.cos(pitch), math.sin(pitch)
+    return _rot_z(yaw) @ np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
+
+
+def measure_expert(
+    task: str,
+    seconds: float = 20.0,
+    episodes: int = 3,
+    skill: float = 1.0,
+    seed: int = 0,
+    overrides: dict[str, str] | None = None,
+) -> dict[str, float]:
+    """Run the expert (or a ``skill`` variant) on ``task`` and summarise its walking.
+
+    Each episode lasts ``seconds`` of simulated time or until a fall. Returns the mean
+    ``forward_progress_m`` per episode, ``falls_per_min`` (falls per simulated minute), ``speed_m_s``
+    (total progress / total time), ``foot_slip_m_per_s`` and ``sim_seconds``.
+    """
+    from simdist_core.sim.base import make_env
+
+    if seconds <= 0 or episodes < 1:
+        raise ValueError(f"need seconds > 0 and episodes >= 1, got {seconds=}, {episodes=}")
+    overrides = {"episode_length_s": str(max(seconds, 1.0)), **(overrides or {})}
+    env = make_env(task, overrides)
+    rng = np.random.default_rng(seed)
+    progress, falls, total_s, slip = [], 0, 0.0, 0.0
+    for episode in range(episodes):
+        env.reset(seed=seed + episode)
+        expert = make_go2_expert(env, skill, rng)
+        for _ in range(int(round(seconds * env.spec.control_hz))):
+            result = env.step(expert.act(env))
+            if result.terminated or result.truncated:
+                break
+        metrics = env.metrics()
+        progress.append(metrics["forward_progress_m"])
+        falls += int(metrics["fell"])
+        total_s += metrics["duration_s"]
+        slip += metrics["foot_slip_m"]
+    return {
+        "forward_progress_m": float(np.mean(progress)),
+        "falls_per_min": falls / (total_s / 60.0),
+        "speed_m_s": float(np.sum(progress)) / total_s,
+        "foot_slip_m_per_s": slip / total_s,
+        "sim_seconds": total_s,
+    }

@@ -1,0 +1,392 @@
+"""The simulated Unitree Go2 velocity-tracking env (``RobotEnv`` protocol, see ``sim/base.py``).
+
+One control step (50 Hz) sets the joint targets of ``Go2LowLevel`` and runs ``mj_step`` 10 times in
+native code (the PD is a MuJoCo actuator). Observations follow ``robots.GO2``; proprio is computed by
+``go2_obs.proprio_from_sensors`` exactly as on the real robot. Rewards are named terms weighted by
+``RewardConfig`` (``rewards.py`` logs them as ``reward/<term>``). Scenes are compiled once per terrain
+kind and cached, so the pretraining mixture switches terrain at reset without recompiling.
+"""
+
+from __future__ import annotations
+
+import math
+
+import mujoco
+import numpy as np
+
+from simdist_core.robots import GO2
+from simdist_core.sim.assets import go2_xml_path
+from simdist_core.sim.base import StepResult
+from simdist_core.sim.go2_config import Go2EnvConfig
+from simdist_core.sim.go2_constants import (
+    ACTUATOR_NAMES,
+    CALF_BODY_NAMES,
+    FOOT_GEOM_NAMES,
+    FOOT_IN_CALF_M,
+    IMU_SITE_NAME,
+    JOINT_NAMES,
+    LEGS,
+    NOMINAL_STANDING_HEIGHT_M,
+    ROOT_BODY_NAME,
+)
+from simdist_core.sim.go2_lowlevel import Go2LowLevel
+from simdist_core.sim.go2_obs import gait_phase_rad, height_map_points, proprio_from_sensors, quat_to_rotmat
+from simdist_core.sim.go2_rewards import VALUE_FEATURE_NAMES, reward_terms, stance_schedule, value_features
+from simdist_core.sim.terrains import TerrainConfig, TerrainState, add_terrain
+
+CONTACT_THRESHOLD_N = 1.0
+"""A foot counts as in contact above this normal force."""
+
+
+def build_go2_model(terrain: TerrainConfig, low_level: Go2LowLevel, physics_dt_s: float) -> mujoco.MjModel:
+    """Compile the Menagerie Go2 on ``terrain`` with native PD actuators, foot touch sensors and an IMU."""
+    spec = mujoco.MjSpec.from_file(str(go2_xml_path()))
+    spec.option.timestep = physics_dt_s
+    add_terrain(spec, terrain)
+    low_level.configure_spec(spec)
+    for leg, calf in zip(LEGS, CALF_BODY_NAMES, strict=True):
+        site = spec.body(calf).add_site(
+            name=f"{leg}_touch", pos=[FOOT_IN_CALF_M[0], 0.0, FOOT_IN_CALF_M[1]], size=[0.032, 0.0, 0.0]
+        )
+        spec.add_sensor(
+            name=f"{leg}_touch", type=mujoco.mjtSensor.mjSENS_TOUCH, objtype=mujoco.mjtObj.mjOBJ_SITE, objname=site.name
+        )
+    spec.add_sensor(
+        name="imu_gyro", type=mujoco.mjtSensor.mjSENS_GYRO, objtype=mujoco.mjtObj.mjOBJ_SITE, objname=IMU_SITE_NAME
+    )
+    spec.add_sensor(
+        name="imu_acc",
+        type=mujoco.mjtSensor.mjSENS_ACCELEROMETER,
+        objtype=mujoco.mjtObj.mjOBJ_SITE,
+        objname=IMU_SITE_NAME,
+    )
+    return spec.compile()
+
+
+class _Scene:
+    """A compiled model of one terrain kind with its name-resolved ids and nominal parameters."""
+
+    def __init__(self, config: Go2EnvConfig, terrain: TerrainConfig, low_level: Go2LowLevel) -> None:
+        self.model = build_go2_model(terrain, low_level, config.physics_dt_s)
+        self.data = mujoco.MjData(self.model)
+        self.terrain = TerrainState(self.model, terrain)
+        m = self.model
+        self.foot_geom_ids = np.array([m.geom(name).id for name in FOOT_GEOM_NAMES])
+        self.actuator_ids = np.array([m.actuator(name).id for name in ACTUATOR_NAMES])
+        self.qpos_adr = np.array([m.jnt_qposadr[m.joint(name).id] for name in JOINT_NAMES])
+        self.dof_adr = np.array([m.jnt_dofadr[m.joint(name).id] for name in JOINT_NAMES])
+        self.base_body_id = m.body(ROOT_BODY_NAME).id
+        self.foot_body_ids = np.array([m.body(name).id for name in CALF_BODY_NAMES])
+
+        def adr(name: str) -> slice:
+            sensor = m.sensor(name)
+            return slice(int(sensor.adr[0]), int(sensor.adr[0] + sensor.dim[0]))
+
+        self.touch_adr = [adr(f"{leg}_touch") for leg in LEGS]
+        self.gyro_adr = adr("imu_gyro")
+        self.acc_adr = adr("imu_acc")
+        self.nominal_base_mass_kg = float(m.body_mass[self.base_body_id])
+        self.nominal_frictionloss = m.dof_frictionloss[self.dof_adr].copy()
+
+
+class Go2Env:
+    """Go2 velocity tracking on one terrain (or the pretraining mixture), at 50 Hz."""
+
+    spec = GO2
+
+    def __init__(self, task: str, config: Go2EnvConfig | None = None) -> None:
+        self.task = task
+        self.config = config if config is not None else Go2EnvConfig()
+        self.low_level = Go2LowLevel(self.config.low_level)
+        self.n_substeps = int(round(1.0 / (self.config.control_hz * self.config.physics_dt_s)))
+        self.control_dt_s = 1.0 / self.config.control_hz
+        self._scenes: dict[str, _Scene] = {}
+        self._rng = np.random.default_rng()
+        self.scene = self._scene(self.config.terrain.kind)
+        self.command = np.zeros(3)
+        self.domain: dict[str, float] = {}
+        self._episode_started = False
+        self.reset()
+
+    # ----------------------------------------------------------------------------------------- state
+    @property
+    def model(self) -> mujoco.MjModel:
+        """The current scene's compiled model."""
+        return self.scene.model
+
+    @property
+    def data(self) -> mujoco.MjData:
+        """The current scene's simulation state."""
+        return self.scene.data
+
+    @property
+    def time_s(self) -> float:
+        """Seconds since the episode started."""
+        return self._steps * self.control_dt_s
+
+    def gait_phase(self) -> float:
+        """Current phase (rad) of the gait clock."""
+        return gait_phase_rad(self.time_s, self.config.gait_period_s)
+
+    def _scene(self, kind: str) -> _Scene:
+        if kind not in self._scenes:
+            terrain = self.config.terrain if kind == self.config.terrain.kind else _with_kind(self.config.terrain, kind)
+            self._scenes[kind] = _Scene(self.config, terrain, self.low_level)
+        return self._scenes[kind]
+
+    # ----------------------------------------------------------------------------------------- reset
+    def reset(self, seed: int | None = None) -> dict[str, np.ndarray]:
+        """Draw terrain, domain parameters, command and initial pose; return the first observation."""
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+        rng = self._rng
+        cfg, dr = self.config, self.config.randomization
+        kind = str(rng.choice(dr.terrain_kinds)) if dr.enabled else cfg.terrain.kind
+        self.scene = self._scene(kind)
+        slope = float(rng.uniform(*dr.slope_deg_range)) if dr.enabled else cfg.terrain.slope_deg  # =U(slope range)
+        self.scene.terrain.configure(self.model, rng, slope)
+        self._randomize_domain(rng)
+        self.command = np.array(
+            [
+                rng.uniform(*cfg.command.vx_range_m_s),
+                rng.uniform(*cfg.command.vy_range_m_s),  # =U(command ranges)
+                rng.uniform(*cfg.command.yaw_rate_range_rad_s),
+            ]
+        )
+        self._reset_pose(rng, slope if kind == "slope" else 0.0)
+        self._steps = 0
+        self._prev_action = np.zeros(GO2.action_dim)
+        self._fell = False
+        self._falls = 0
+        self._foot_slip_m = 0.0
+        self._start_xy = self.data.qpos[0:2].copy()
+        yaw0 = _yaw(self.data.qpos[3:7])
+        self._progress_dir = yaw0 + math.atan2(self.command[1], self.command[0])
+        return self.observation()
+
+    def _randomize_domain(self, rng: np.random.Generator) -> None:
+        cfg, dr, sc, m = self.config, self.config.randomization, self.scene, self.model
+        on = dr.enabled
+        friction = rng.uniform(*dr.friction_range) if on else cfg.terrain.friction  # =U(0.4, 1.2)
+        ratio = rng.uniform(*dr.damping_ratio_range) if on else cfg.terrain.restitution_damping_ratio  # =U(0.5, 1)
+        kp_scale = rng.uniform(*dr.kp_scale_range) if on else 1.0  # *U(0.9, 1.1)
+        kd_scale = rng.uniform(*dr.kd_scale_range) if on else 1.0  # *U(0.9, 1.1)
+        jf_scale = rng.uniform(*dr.joint_friction_scale_range) if on else 1.0  # *U(0.5, 1.5)
+        mass_offset = rng.uniform(*dr.base_mass_offset_kg_range) if on else 0.0  # +U(-1, 3) kg
+        m.geom_friction[sc.foot_geom_ids, 0] = friction
+        m.geom_friction[sc.terrain.floor_geom_id, 0] = friction
+        m.geom_solref[sc.foot_geom_ids] = [0.02, ratio]
+        self.low_level.apply_gains(m, sc.actuator_ids, kp_scale, kd_scale)
+        m.dof_frictionloss[sc.dof_adr] = sc.nominal_frictionloss * jf_scale
+        m.body_mass[sc.base_body_id] = sc.nominal_base_mass_kg + mass_offset
+        self.domain = {
+            "friction": friction,
+            "damping_ratio": ratio,
+            "kp_scale": kp_scale,
+            "kd_scale": kd_scale,
+            "joint_friction_scale": jf_scale,
+            "base_mass_offset_kg": mass_offset,
+        }
+
+    def _reset_pose(self, rng: np.random.Generator, slope_deg: float) -> None:
+        dr, d = self.config.randomization, self.data
+        mujoco.mj_resetData(self.model, d)
+        yaw = rng.uniform(-dr.init_yaw_rad, dr.init_yaw_rad) if dr.enabled else 0.0  # =U(-0.3, 0.3)
+        pitch = -math.radians(slope_deg) * math.cos(yaw)  # nose up on an uphill slope
+        d.qpos[0:3] = [
+            0.0,
+            0.0,
+            float(self.scene.terrain.height(0.0, 0.0))
+            + (NOMINAL_STANDING_HEIGHT_M + 0.01) / math.cos(math.radians(slope_deg)),
+        ]
+        d.qpos[3:7] = _quat_mul(
+            [math.cos(yaw / 2), 0, 0, math.sin(yaw / 2)], [math.cos(pitch / 2), 0, math.sin(pitch / 2), 0]
+        )
+        noise = rng.uniform(-1, 1, 12) * dr.init_joint_noise_rad if dr.enabled else np.zeros(12)  # +U(-0.1, 0.1)
+        targets = self.low_level.targets(np.zeros(12))
+        d.qpos[self.scene.qpos_adr] = targets + noise
+        d.ctrl[self.scene.actuator_ids] = targets
+        mujoco.mj_forward(self.model, d)
+
+    # ------------------------------------------------------------------------------------------ step
+    def step(self, action: np.ndarray) -> StepResult:
+        """Apply a normalised action (12,) in [-1, 1] for one control period (clipped; NaN is an error)."""
+        action = np.asarray(action, dtype=np.float64)
+        if action.shape != (GO2.action_dim,):
+            raise ValueError(f"action must have shape ({GO2.action_dim},), got {action.shape}")
+        if not np.all(np.isfinite(action)):
+            raise ValueError(f"action must be finite, got {action}")
+        action = np.clip(action, -1.0, 1.0)
+        feet_before = self.data.geom_xpos[self.scene.foot_geom_ids, :2].copy()  # (4, 2)
+        contact_before = self._contacts()
+        self.data.ctrl[self.scene.actuator_ids] = self.low_level.targets(action)
+        mujoco.mj_step(self.model, self.data, nstep=self.n_substeps)
+        self._steps += 1
+        planted = contact_before & self._contacts()
+        moved = np.linalg.norm(self.data.geom_xpos[self.scene.foot_geom_ids, :2] - feet_before, axis=1)  # (4,)
+        self._foot_slip_m += float(np.sum(moved[planted]))
+        fallen = self._is_fallen()
+        if fallen and not self._fell:
+            self._falls += 1
+        self._fell = self._fell or fallen
+        state = self._core_state()
+        terms = reward_terms(state, action, self._prev_action, fallen, self.config)
+        self._prev_action = action
+        truncated = self.time_s >= self.config.episode_length_s - 1e-9
+        return StepResult(
+            obs=self.observation(),
+            reward=float(sum(terms.values())),
+            reward_terms=terms,
+            terminated=fallen,
+            truncated=truncated and not fallen,
+            info={"time_s": self.time_s, "fell": self._fell},
+        )
+
+    def _is_fallen(self) -> bool:
+        d = self.data
+        height = d.qpos[2] - float(self.scene.terrain.height(d.qpos[0], d.qpos[1]))
+        up_z = quat_to_rotmat(d.qpos[3:7])[2, 2]
+        return bool(height < self.config.fall_height_m or up_z < math.cos(self.config.fall_tilt_rad))
+
+    # ------------------------------------------------------------------------------------ observation
+    def sensors(self) -> dict[str, np.ndarray]:
+        """Raw sensor readings (keys ``go2_obs.SENSOR_KEYS``), MuJoCo order, noise-free."""
+        sc, d = self.scene, self.data
+        rot = quat_to_rotmat(d.qpos[3:7])
+        return {
+            "joint_pos": d.qpos[sc.qpos_adr].copy(),
+            "joint_vel": d.qvel[sc.dof_adr].copy(),
+            "joint_torque": d.actuator_force[sc.actuator_ids].copy(),
+            "imu_quat": d.qpos[3:7].copy(),
+            "imu_gyro": d.sensordata[sc.gyro_adr].copy(),
+            "imu_acc": d.sensordata[sc.acc_adr].copy(),
+            "base_lin_vel": rot.T @ d.qvel[0:3],
+            "base_pos": d.qpos[0:3].copy(),
+            "foot_contact_forces": np.array([d.sensordata[a][0] for a in sc.touch_adr]),
+            "height_map": self._height_map(),
+        }
+
+    def _height_map(self) -> np.ndarray:
+        d = self.data
+        gx, gy = height_map_points(d.qpos[0:2], _yaw(d.qpos[3:7]))
+        return (self.scene.terrain.height(gx, gy) - d.qpos[2]).astype(np.float32)  # (21, 15)
+
+    def observation(self) -> dict[str, np.ndarray]:
+        """Observation dict (``robots.GO2`` layout), with observation noise when randomisation is on."""
+        sensors = self.sensors()
+        proprio = proprio_from_sensors(sensors, self.command, self.gait_phase())
+        height_map = sensors["height_map"]
+        dr = self.config.randomization
+        if dr.enabled:
+            proprio = proprio + self._rng.normal(0.0, dr.proprio_noise_std, proprio.shape).astype(
+                np.float32
+            )  # +N(0, s)
+            height_map = height_map + self._rng.normal(0.0, dr.height_map_noise_std_m, height_map.shape).astype(
+                np.float32
+            )  # +N(0, s)
+        return {"proprio": proprio, "command": self.command.astype(np.float32), "height_map": height_map}
+
+    def _core_state(self) -> dict[str, np.ndarray]:
+        d, sc = self.data, self.scene
+        rot = quat_to_rotmat(d.qpos[3:7])
+        contacts = self._contacts()
+        return {
+            "rot": rot,
+            "base_lin_vel_body": rot.T @ d.qvel[0:3],
+            "base_ang_vel_body": d.sensordata[sc.gyro_adr].copy(),
+            "height_above_terrain_m": np.array(d.qpos[2] - float(sc.terrain.height(d.qpos[0], d.qpos[1]))),
+            "joint_torque": d.actuator_force[sc.actuator_ids],
+            "foot_contacts": contacts,
+            "desired_stance": stance_schedule(self.gait_phase(), self.config.gait_duty),
+            "command": self.command,
+            "slope_rad": np.array(math.radians(sc.terrain.slope_deg)),
+        }
+
+    def _contacts(self) -> np.ndarray:
+        """Feet (4,) bool whose touch sensor reads more than ``CONTACT_THRESHOLD_N``."""
+        d = self.data
+        return np.array([d.sensordata[a][0] > CONTACT_THRESHOLD_N for a in self.scene.touch_adr])
+
+    def privileged_state(self) -> dict[str, np.ndarray]:
+        """True state for experts, value features and the probe (see the keys below)."""
+        d, sc = self.data, self.scene
+        core = self._core_state()
+        yaw = _yaw(d.qpos[3:7])
+        c, s = math.cos(yaw), math.sin(yaw)
+        v = d.qvel[0:3]
+        probe = np.array([c * v[0] + s * v[1], -s * v[0] + c * v[1], v[2]])
+        out = {
+            "base_pos": d.qpos[0:3].copy(),
+            "base_quat": d.qpos[3:7].copy(),
+            "base_lin_vel_world": v.copy(),
+            "base_ang_vel_body": core["base_ang_vel_body"],
+            "joint_pos": d.qpos[sc.qpos_adr].copy(),
+            "joint_vel": d.qvel[sc.dof_adr].copy(),
+            "foot_contacts": core["foot_contacts"].astype(np.float64),
+            "foot_pos_world": d.geom_xpos[sc.foot_geom_ids].copy(),
+            "command": self.command.copy(),
+            "gait_phase": np.array(self.gait_phase()),
+            "time_s": np.array(self.time_s),
+            "probe": probe.astype(np.float32),
+            "value_features": value_features(
+                core,
+                self.gait_phase(),
+                self.domain,
+                sc.terrain.params(),
+                d,
+                sc,
+                self.time_s / self.config.episode_length_s,
+            ),
+        }
+        out.update({k: np.array(v) for k, v in sc.terrain.params().items()})
+        out.update({f"domain_{k}": np.array(v) for k, v in self.domain.items()})
+        return out
+
+    def terrain_height(self, x_m: np.ndarray, y_m: np.ndarray) -> np.ndarray:
+        """Exact terrain height (m) at world points (privileged; used by the expert)."""
+        return self.scene.terrain.height(x_m, y_m)
+
+    def metrics(self) -> dict[str, float]:
+        """Episode metrics so far.
+
+        ``forward_progress_m``: base displacement along the initial commanded direction; ``fell``: the episode
+        reached a fall; ``falls``: fall events (upright -> fallen transitions; > 1 only if stepping continues
+        after termination); ``duration_s``; ``foot_slip_m``: summed horizontal travel of feet that stayed in
+        contact over a control step (a slip measure).
+        """
+        delta = self.data.qpos[0:2] - self._start_xy
+        progress = delta[0] * math.cos(self._progress_dir) + delta[1] * math.sin(self._progress_dir)
+        return {
+            "forward_progress_m": float(progress),
+            "fell": self._fell,
+            "falls": float(self._falls),
+            "duration_s": self.time_s,
+            "foot_slip_m": self._foot_slip_m,
+        }
+
+
+VALUE_FEATURE_DIM = len(VALUE_FEATURE_NAMES)
+
+
+def _with_kind(terrain: TerrainConfig, kind: str) -> TerrainConfig:
+    import dataclasses
+
+    return dataclasses.replace(terrain, kind=kind)  # type: ignore[arg-type]
+
+
+def _yaw(quat_wxyz: np.ndarray) -> float:
+    w, x, y, z = quat_wxyz
+    return math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+
+
+def _quat_mul(a: list[float] | np.ndarray, b: list[float] | np.ndarray) -> np.ndarray:
+    aw, ax, ay, az = a
+    bw, bx, by, bz = b
+    return np.array(
+        [
+            aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+        ]
+    )
