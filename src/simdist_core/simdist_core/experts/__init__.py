@@ -1,1 +1,43 @@
-"""simdist_core.experts."""
+"""Privileged experts per robot, and the registry that builds one for an env.
+
+``make_policy(env, skill, rng)`` looks up ``env.spec.name`` in ``POLICIES`` (one table: robot name ->
+"module:factory"); the factory has the signature ``(env, skill, rng) -> Policy`` (``experts.base``).
+``skill`` = 1 is the expert, lower values are its systematically weaker variants (each robot's expert
+module documents what degrades). Modules are imported lazily so importing this package stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import numpy as np
+
+from simdist_core.experts.base import Policy
+
+POLICIES: dict[str, str] = {
+    "go2": "simdist_core.experts.go2_expert:make_go2_expert",
+    "ur5e": "simdist_core.experts.ur5e_expert:make_ur5e_expert",
+}
+"""Robot name -> ``"module:factory"`` of its expert."""
+
+
+def make_policy(env: Any, skill: float, rng: np.random.Generator) -> Policy:  # noqa: ANN401  (any RobotEnv)
+    """The expert (``skill=1``) or a weaker variant for ``env``'s robot, reset on ``env``.
+
+    Raises:
+        KeyError: no expert for the robot; the message lists the robots that have one.
+        ValueError: ``skill`` outside [0, 1].
+    """
+    if not 0.0 <= skill <= 1.0:
+        raise ValueError(f"skill must be in [0, 1], got {skill=}")
+    robot = env.spec.name
+    if robot not in POLICIES:
+        raise KeyError(f"no expert registered for robot {robot!r}; robots with experts: {sorted(POLICIES)}")
+    module_name, factory = POLICIES[robot].split(":")
+    policy = getattr(importlib.import_module(module_name), factory)(env, skill, rng)
+    policy.reset(env, rng)
+    return policy
+
+
+__all__ = ["POLICIES", "Policy", "make_policy"]
