@@ -38,9 +38,11 @@ log = logging.getLogger(__name__)
 # Sensor kinds (one per topic in simdist_ros.topics) a robot needs to build its observation.
 REQUIRED_SENSORS: dict[str, tuple[str, ...]] = {
     "go2": ("joint_states", "imu", "odom", "height_map"),
-    "ur5e": ("joint_states", "wrench", "camera_image"),
+    "ur5e": ("joint_states", "odom", "wrench", "camera_image"),  # odom = TCP pose in the base frame
 }
 OPTIONAL_SENSORS: dict[str, tuple[str, ...]] = {"go2": ("cmd_vel",), "ur5e": ()}
+DEFAULT_COMMAND: dict[str, tuple[float, ...]] = {"go2": (0.5, 0.0, 0.0), "ur5e": ()}
+"""Task command before the first ``cmd_vel``: the encoder node's ``default_command`` default (a test checks)."""
 
 
 class SensorError(ValueError):
@@ -133,49 +135,49 @@ EXTRACTORS: dict[str, Callable[[Any, RobotSpec], dict[str, np.ndarray]]] = {
 
 
 GO2_GAIT_PERIOD_S = 0.3
-"""Gait clock period (``simdist_core.sim.go2_config``'s default); the phase restarts with each episode."""
+"""Gait clock period: ``simdist_core.sim.go2_config``'s default and the encoder node's ``gait_period_s``."""
 
 
-def _go2_observation(sensors: Mapping[str, np.ndarray], t_episode_s: float) -> dict[str, np.ndarray]:
+def _go2_observation(sensors: Mapping[str, np.ndarray], t_clock_s: float) -> dict[str, np.ndarray]:
     from simdist_core.sim import go2_obs
 
     command = np.asarray(sensors.get("command", np.zeros(3)), np.float32)
     core = {"base_lin_vel": sensors["odom_lin_vel_m_s"], "imu_gyro": sensors["imu_ang_vel_rad_s"],
             "imu_quat": sensors["imu_quat_wxyz"], "joint_pos": sensors["joint_pos_rad"],
             "joint_vel": sensors["joint_vel_rad_s"]}
-    phase = go2_obs.gait_phase_rad(t_episode_s, GO2_GAIT_PERIOD_S)
+    phase = go2_obs.gait_phase_rad(t_clock_s, GO2_GAIT_PERIOD_S)
     proprio = go2_obs.proprio_from_sensors(core, command, phase)
     return {"proprio": proprio, "command": command, "height_map": sensors["height_map_m"]}
 
 
-def _ur5e_observation(sensors: Mapping[str, np.ndarray], t_episode_s: float) -> dict[str, np.ndarray]:
+def _ur5e_observation(sensors: Mapping[str, np.ndarray], t_clock_s: float) -> dict[str, np.ndarray]:
     from simdist_core.sim import ur5e
 
-    if "tcp_pos" not in sensors or "tcp_quat" not in sensors:
-        raise SensorError("ur5e observation needs the tool pose (tcp_pos, tcp_quat); no TCP sensor seen")
+    # The UR5e driver publishes the TCP pose in the robot base frame on odom (simdist_ros.sensors).
     core = {"joint_pos": sensors["joint_pos_rad"], "joint_vel": sensors["joint_vel_rad_s"],
-            "tcp_pos": sensors["tcp_pos"], "tcp_quat": sensors["tcp_quat"], "wrench": sensors["wrench"]}
+            "tcp_pos": sensors["odom_pos_m"], "tcp_quat": sensors["odom_quat_wxyz"], "wrench": sensors["wrench"]}
     return {"proprio": ur5e.proprio_from_sensors(core), "image": sensors["image_rgb"]}
 
 
 OBSERVATIONS: dict[str, Callable[[Mapping[str, np.ndarray], float], dict[str, np.ndarray]]] = {
     "go2": _go2_observation, "ur5e": _ur5e_observation,
 }
-"""Robot -> (sensor arrays, seconds since episode start) -> observation, via the robot's core proprio function."""
+"""Robot -> (sensor arrays, seconds on the gait clock) -> observation, via the robot's core proprio function."""
 
 
-def observation_from_sensors(spec: RobotSpec, sensors: Mapping[str, np.ndarray], t_episode_s: float
+def observation_from_sensors(spec: RobotSpec, sensors: Mapping[str, np.ndarray], t_clock_s: float
                              ) -> dict[str, np.ndarray]:
     """Build the model observation from sensor arrays with the robot's core function.
 
-    Go2: ``simdist_core.sim.go2_obs.proprio_from_sensors`` (the function the env and encoder use), gait
-    phase from the time since the episode started. UR5e: ``simdist_core.sim.ur5e.proprio_from_sensors``.
+    Go2: ``simdist_core.sim.go2_obs.proprio_from_sensors`` (the function the env and encoder use); like the
+    encoder node, the gait clock ``t_clock_s`` counts from the first sample seen. UR5e:
+    ``simdist_core.sim.ur5e.proprio_from_sensors`` with the TCP pose from odom.
 
     Raises:
         SensorError: missing sensors or the core function rejects the input.
     """
     try:
-        return OBSERVATIONS[spec.name](sensors, t_episode_s)
+        return OBSERVATIONS[spec.name](sensors, t_clock_s)
     except (KeyError, ValueError) as exc:
         raise SensorError(f"{spec.name}: cannot build the observation: {exc}") from exc
 
@@ -188,6 +190,9 @@ class AssemblerConfig:
     """A required sensor older than this (vs. the newest one) drops the step."""
     max_gap_s: float = 0.1
     """Consecutive steps further apart than this start a new episode."""
+    default_command: tuple[float, ...] | None = None
+    """Task command until the first ``cmd_vel`` (the encoder node's ``default_command``); None =
+    :data:`DEFAULT_COMMAND` of the robot."""
 
     def __post_init__(self) -> None:
         if not self.max_staleness_s > 0:
@@ -218,7 +223,9 @@ class TransitionAssembler:
         self.required = REQUIRED_SENSORS[spec.name]
         self._latest: dict[str, tuple[int, dict[str, np.ndarray]]] = {}
         self._last_t_ns: int | None = None
-        self._episode_start_ns = 0
+        self._t0_ns: int | None = None
+        default = self.config.default_command
+        self._default_command = np.asarray(default if default is not None else DEFAULT_COMMAND[spec.name], np.float32)
         self.episode_id = first_episode_id
         self._episode_open = False
         self.steps = 0
@@ -257,9 +264,12 @@ class TransitionAssembler:
                 sensors.update(self._latest[kind][1])
         new_episode = (not self._episode_open or self._last_t_ns is None or t_ns <= self._last_t_ns
                        or (t_ns - self._last_t_ns) * 1e-9 > self.config.max_gap_s)
-        episode_start_ns = t_ns if new_episode else self._episode_start_ns
+        if self._t0_ns is None:
+            self._t0_ns = t_ns
+        if "command" not in sensors and self.spec.command_dim:
+            sensors["command"] = self._default_command
         try:
-            obs = self.observe(self.spec, sensors, (t_ns - episode_start_ns) * 1e-9)
+            obs = self.observe(self.spec, sensors, (t_ns - self._t0_ns) * 1e-9)
         except SensorError as exc:
             log.warning("observation rejected: %s", exc)
             self._drop("bad_observation")
@@ -267,7 +277,6 @@ class TransitionAssembler:
         if new_episode and self.steps > 0:
             self.episode_id += 1
         self._episode_open = True
-        self._episode_start_ns = episode_start_ns
         self._last_t_ns = t_ns
         self.steps += 1
         return make_record(self.spec, obs, act, t_ns, self.episode_id)

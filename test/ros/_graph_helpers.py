@@ -1,0 +1,98 @@
+"""Helpers for the graph tests: start node processes, publish a synthetic Go2 stream, collect messages."""
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from simdist_core.sim.go2_constants import DEFAULT_POSE_RAD, JOINT_NAMES
+from simdist_ros.launcher import entry_point
+from std_msgs.msg import String
+
+from simdist_ros import msgs, qos, topics
+
+DT_NS = 20_000_000
+
+
+def start_node(executable, params, log_path, name=None):
+    """One node in its own process (like the launcher does), output to ``log_path``."""
+    module, func = entry_point(executable)
+    cmd = [sys.executable, "-c", f"import sys; from {module} import {func} as m; sys.exit(m())", "--ros-args"]
+    if name:
+        cmd += ["-r", f"__node:={name}"]
+    for key, value in params.items():
+        cmd += ["-p", f"{key}:={value}"]
+    log = open(log_path, "ab")
+    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=os.environ.copy())
+
+
+def stop(proc, sig=signal.SIGINT, timeout=20):
+    if proc.poll() is None:
+        os.killpg(proc.pid, sig)
+    return proc.wait(timeout=timeout)
+
+
+class Go2Streamer:
+    """Publishes the Go2 sensor topics + executed command, one step per call, in a private context."""
+
+    def __init__(self, context):
+        self.node = rclpy.create_node("go2_streamer", context=context)
+        self.pubs = {
+            "joint_states": self.node.create_publisher(msgs.JointState, topics.JOINT_STATES, qos.SENSOR),
+            "imu": self.node.create_publisher(msgs.Imu, topics.IMU, qos.SENSOR),
+            "odom": self.node.create_publisher(msgs.Odometry, topics.ODOM, qos.SENSOR),
+            "height_map": self.node.create_publisher(msgs.Image, topics.HEIGHT_MAP, qos.SENSOR),
+            "executed": self.node.create_publisher(msgs.Float64MultiArray, topics.EXECUTED_COMMAND, qos.command(50.0)),
+        }
+        self.t_ns = 1_000_000_000
+        self.i = 0
+
+    def step(self):
+        t, i = self.t_ns, self.i
+        q = DEFAULT_POSE_RAD + 0.01 * math.sin(i / 5)
+        self.pubs["joint_states"].publish(msgs.make_joint_state(JOINT_NAMES, q, np.zeros(12), np.zeros(12), t))
+        self.pubs["imu"].publish(msgs.make_imu(np.array([1.0, 0, 0, 0]), np.zeros(3), np.array([0, 0, 9.81]), t, "imu"))
+        self.pubs["odom"].publish(msgs.make_odom(np.array([0.01 * i, 0, 0.27]), np.array([1.0, 0, 0, 0]),
+                                                 np.array([0.5, 0, 0]), np.zeros(3), t))
+        self.pubs["height_map"].publish(msgs.make_height_map(np.full((21, 15), -0.27, np.float32), t))
+        time.sleep(0.002)  # sensors first, then the command that closes the step
+        self.pubs["executed"].publish(msgs.make_float64_array(np.full(12, 0.01 * (i % 50))))
+        self.t_ns += DT_NS
+        self.i += 1
+
+    def matched(self):
+        return all(p.get_subscription_count() > 0 for p in self.pubs.values())
+
+
+class AnnounceCollector:
+    """Collects JSON announcements (chunk_ready / model_update) with the transient-local QoS."""
+
+    def __init__(self, context, topic):
+        self.node = rclpy.create_node("collector", context=context)
+        self.items = []
+        self.node.create_subscription(String, topic, lambda m: self.items.append(json.loads(m.data)), qos.ANNOUNCE)
+        self.executor = SingleThreadedExecutor(context=context)
+        self.executor.add_node(self.node)
+
+    def spin(self, seconds):
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            self.executor.spin_once(timeout_sec=0.01)
+
+
+def wait_for(predicate, timeout_s, spin=None, step_s=0.05):
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        if spin is not None:
+            spin(step_s)
+        else:
+            time.sleep(step_s)
+    return predicate()
