@@ -113,12 +113,21 @@ def proprio_from_sensors(sensors: dict[str, np.ndarray], command: np.ndarray, ph
     return out.astype(np.float32)
 
 
-def height_map_points(base_xy_m: np.ndarray, yaw_rad: float) -> tuple[np.ndarray, np.ndarray]:
-    """World (x, y) of the height-map cells, each (21, 15), for a base at ``base_xy_m`` with heading ``yaw_rad``."""
+def _height_map_grid() -> tuple[np.ndarray, np.ndarray]:
     rows, cols = GO2.height_map_shape  # type: ignore[misc]
     res = GO2.height_map_resolution_m
     ahead = HEIGHT_MAP_CENTER_AHEAD_M + (np.arange(rows) - (rows - 1) / 2) * res  # (rows,)
     left = (np.arange(cols) - (cols - 1) / 2) * res  # (cols,)
-    gx, gy = np.meshgrid(ahead, left, indexing="ij")  # (rows, cols)
+    return np.meshgrid(ahead, left, indexing="ij")  # 2 x (rows, cols)
+
+
+_GRID_AHEAD_M, _GRID_LEFT_M = _height_map_grid()
+
+
+def height_map_points(base_xy_m: np.ndarray, yaw_rad: float) -> tuple[np.ndarray, np.ndarray]:
+    """World (x, y) of the height-map cells, each (21, 15), for a base at ``base_xy_m`` with heading ``yaw_rad``."""
     c, s = math.cos(yaw_rad), math.sin(yaw_rad)
-    return base_xy_m[0] + c * gx - s * gy, base_xy_m[1] + s * gx + c * gy
+    return (
+        base_xy_m[0] + c * _GRID_AHEAD_M - s * _GRID_LEFT_M,
+        base_xy_m[1] + s * _GRID_AHEAD_M + c * _GRID_LEFT_M,
+    )

@@ -1,0 +1,177 @@
+"""Go2 simulation: constants, kinematics, low-level PD, terrains, observations and the task registry."""
+
+import math
+import os
+
+import mujoco
+import numpy as np
+import pytest
+
+from simdist_core.experts.go2_kinematics import foot_fk, foot_ik
+from simdist_core.robots import GO2
+from simdist_core.sim.assets import go2_xml_path
+from simdist_core.sim.base import make_env
+from simdist_core.sim.go2_constants import (
+    DEFAULT_POSE_RAD,
+    JOINT_NAMES,
+    MUJOCO_TO_SDK,
+    SDK_JOINT_NAMES,
+    SDK_TO_MUJOCO,
+)
+from simdist_core.sim.go2_obs import SENSOR_KEYS, proprio_from_sensors
+from simdist_core.sim.go2_rewards import VALUE_FEATURE_NAMES
+from simdist_core.sim.go2_tasks import GO2_TASKS
+
+PRIVILEGED_KEYS = (
+    "base_pos",
+    "base_quat",
+    "base_lin_vel_world",
+    "joint_pos",
+    "joint_vel",
+    "foot_contacts",
+    "probe",
+    "value_features",
+    "terrain_slope_deg",
+    "domain_friction",
+)
+
+
+def test_sdk_permutation_both_ways():
+    mujoco_values = np.arange(12) * 10.0
+    sdk_values = mujoco_values[MUJOCO_TO_SDK]
+    # SDK slot 0 is FR_hip, MuJoCo index 3 (MuJoCo legs FL, FR, RL, RR; SDK legs FR, FL, RR, RL).
+    assert sdk_values[0] == 30.0 and SDK_JOINT_NAMES[0] == "FR_hip_joint"
+    assert [JOINT_NAMES[i] for i in MUJOCO_TO_SDK] == list(SDK_JOINT_NAMES)
+    np.testing.assert_array_equal(sdk_values[SDK_TO_MUJOCO], mujoco_values)
+    np.testing.assert_array_equal(MUJOCO_TO_SDK[SDK_TO_MUJOCO], np.arange(12))
+    np.testing.assert_array_equal(SDK_TO_MUJOCO[MUJOCO_TO_SDK], np.arange(12))
+
+
+def test_model_path_prefers_menagerie_root(tmp_path, monkeypatch):
+    (tmp_path / "unitree_go2").mkdir()
+    os.symlink(go2_xml_path(), tmp_path / "unitree_go2" / "go2.xml")
+    monkeypatch.setenv("MENAGERIE_ROOT", str(tmp_path))
+    assert go2_xml_path() == tmp_path / "unitree_go2" / "go2.xml"
+
+
+def test_ik_inverts_mujoco_forward_kinematics():
+    env = make_env("go2/flat")
+    m, d, sc = env.model, env.data, env.scene
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        q = DEFAULT_POSE_RAD + rng.uniform(-0.4, 0.4, 12)
+        d.qpos[:] = 0.0
+        d.qpos[3] = 1.0
+        d.qpos[sc.qpos_adr] = q
+        mujoco.mj_kinematics(m, d)
+        feet = d.geom_xpos[sc.foot_geom_ids]  # base at the origin, unrotated: world = base frame
+        np.testing.assert_allclose(foot_fk(q.reshape(4, 3)), feet, atol=1e-9)
+        np.testing.assert_allclose(foot_ik(feet).ravel(), q, atol=1e-9)
+
+
+def test_native_pd_matches_reference_torque():
+    env = make_env("go2/flat")
+    m, d, sc = env.model, env.data, env.scene
+    action = np.linspace(-0.5, 0.5, 12)
+    d.qvel[:] = 0.0
+    d.ctrl[sc.actuator_ids] = env.low_level.targets(action)
+    mujoco.mj_forward(m, d)
+    q = d.qpos[sc.qpos_adr]
+    expected = env.low_level.torque(env.low_level.targets(action), q, np.zeros(12))
+    np.testing.assert_allclose(d.actuator_force[sc.actuator_ids], expected, atol=1e-9)
+    np.testing.assert_allclose(env.low_level.action_from_targets(env.low_level.targets(action)), action, atol=1e-6)
+
+
+def test_stands_under_pd_for_two_seconds():
+    env = make_env("go2/flat")
+    env.reset(seed=0)
+    heights = []
+    for _ in range(100):  # 2 s at 50 Hz, zero action = default pose targets
+        result = env.step(np.zeros(12))
+        heights.append(env.data.qpos[2])
+        assert not result.terminated
+    # Kp 25 sags ~5 cm below the 0.256 m rigid standing height without gravity offsets, but stays up.
+    assert 0.17 < min(heights) and max(heights) < 0.31, (min(heights), max(heights))
+
+
+@pytest.mark.parametrize("task", sorted(GO2_TASKS))
+def test_registry_smoke(task):
+    env = make_env(task)
+    obs = env.reset(seed=1)
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        result = env.step(rng.uniform(-0.3, 0.3, GO2.action_dim))
+    for o in (obs, result.obs):
+        assert o["proprio"].shape == (GO2.proprio_dim,) and o["proprio"].dtype == np.float32
+        assert o["command"].shape == (GO2.command_dim,)
+        assert o["height_map"].shape == GO2.height_map_shape
+        assert all(np.all(np.isfinite(v)) for v in o.values())
+    assert math.isfinite(result.reward) and result.reward == pytest.approx(sum(result.reward_terms.values()))
+    priv = env.privileged_state()
+    assert all(k in priv for k in PRIVILEGED_KEYS)
+    assert priv["probe"].shape == (3,) and priv["value_features"].shape == (len(VALUE_FEATURE_NAMES),)
+    assert set(env.sensors()) == set(SENSOR_KEYS)
+    assert set(env.metrics()) >= {"forward_progress_m", "fell", "falls", "duration_s"}
+    with pytest.raises(ValueError, match="shape"):
+        env.step(np.zeros(11))
+    with pytest.raises(ValueError, match="finite"):
+        env.step(np.full(12, np.nan))
+
+
+def test_overrides_apply_and_bad_values_error():
+    env = make_env("go2/ptfe_slope", {"terrain.friction": "0.07", "terrain.slope_deg": "12"})
+    env.reset(seed=0)
+    np.testing.assert_allclose(env.model.geom_friction[env.scene.foot_geom_ids, 0], 0.07)
+    assert env.terrain_height(np.array(1.0), np.array(0.0)) == pytest.approx(math.tan(math.radians(12)))
+    with pytest.raises(ValueError, match="friction"):
+        make_env("go2/flat", {"terrain.friction": "-1"})
+    with pytest.raises(ValueError, match="valid keys"):
+        make_env("go2/flat", {"terrain.fricton": "0.5"})
+    with pytest.raises(ValueError, match="not a valid float"):
+        make_env("go2/flat", {"terrain.slope_deg": "steep"})
+    with pytest.raises(KeyError, match="go2/flat"):
+        make_env("go2/ice")
+
+
+def test_slope_collides_where_the_height_query_says():
+    """Regression: a rotated world-body plane kept colliding as if flat; the slope is now a mocap body."""
+    env = make_env("go2/slope", {"terrain.slope_deg": "10"})
+    env.reset(seed=0)
+    d = env.data
+    d.qpos[0] = 2.0
+    d.qpos[2] += 2.0 * math.tan(math.radians(10))
+    mujoco.mj_forward(env.model, d)
+    for _ in range(25):
+        env.step(np.zeros(12))
+    height = d.qpos[2] - env.terrain_height(np.array(d.qpos[0]), np.array(0.0))
+    assert 0.17 < height < 0.31, f"base {height:.3f} m above the slope (fix: terrain plane on a mocap body)"
+
+
+def test_proprio_and_height_map_conventions():
+    env = make_env("go2/slope", {"terrain.slope_deg": "10"})
+    obs = env.reset(seed=0)
+    sensors = env.sensors()
+    np.testing.assert_array_equal(proprio_from_sensors(sensors, env.command, env.gait_phase()), obs["proprio"])
+    gravity = obs["proprio"][GO2.proprio_slice("projected_gravity")]
+    # Body pitched nose-up by 10 deg: gravity in the base frame is (-sin 10, 0, -cos 10).
+    np.testing.assert_allclose(gravity, [-math.sin(math.radians(10)), 0, -math.cos(math.radians(10))], atol=2e-2)
+    np.testing.assert_allclose(obs["proprio"][GO2.proprio_slice("gait_phase")], [1.0, 0.0], atol=1e-6)
+    hm = obs["height_map"]
+    # Rows go forward (uphill) in 0.1 m steps: each row is 0.1 tan(10 deg) = 17.6 mm higher.
+    np.testing.assert_allclose(np.diff(hm, axis=0), 0.1 * math.tan(math.radians(10)), atol=1e-5)
+    np.testing.assert_allclose(hm[5, 7], -env.data.qpos[2] + 0.0, atol=1e-5)  # row 5 is x = 0 (under the base)
+    with pytest.raises(ValueError, match="joint_pos"):
+        proprio_from_sensors({**sensors, "joint_pos": np.zeros(11)}, env.command, 0.0)
+    with pytest.raises(ValueError, match="finite"):
+        proprio_from_sensors({**sensors, "imu_gyro": np.array([0.0, np.nan, 0.0])}, env.command, 0.0)
+
+
+def test_pretrain_randomises_domain_and_terrain():
+    env = make_env("go2/pretrain")
+    kinds, frictions = set(), []
+    for seed in range(8):
+        env.reset(seed=seed)
+        kinds.add(env.scene.terrain.kind)
+        frictions.append(env.domain["friction"])
+        assert 0.4 <= env.domain["friction"] <= 1.2  # PTFE (~0.2) stays out of distribution
+    assert len(kinds) >= 2 and np.ptp(frictions) > 0.2
