@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-
 from simdist_core.experts.go2_expert import make_go2_expert, measure_expert
 from simdist_core.sim.base import make_env
 

@@ -6,7 +6,6 @@ import os
 import mujoco
 import numpy as np
 import pytest
-
 from simdist_core.experts.go2_kinematics import foot_fk, foot_ik
 from simdist_core.robots import GO2
 from simdist_core.sim.assets import go2_xml_path
