@@ -67,4 +67,4 @@ def test_lower_skill_walks_worse_on_flat_ground():
 
 def test_skill_must_be_in_unit_interval():
     with pytest.raises(ValueError, match="skill"):
-        make_go2_expert(None, skill=0.0)
+        make_go2_expert(None, skill=1.5)

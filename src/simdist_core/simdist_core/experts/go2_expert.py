@@ -12,7 +12,7 @@ Each control step (50 Hz) the expert, reading ``env.privileged_state()`` and the
    the normalised action of the fixed low-level PD (``Go2LowLevel.action_from_targets``). So the expert's
    whole intent is a joint target: exactly what the planner outputs and the dataset records.
 
-Weaker variants (``make_go2_expert(env, skill)``, skill in (0, 1]; 1 = the expert). With ``b = 1 - skill``:
+Weaker variants (``make_go2_expert(env, skill)``, skill in [0, 1]; 1 = the expert). With ``b = 1 - skill``:
 feedback gains (reference tracking, Raibert, heading) scale by ``1 - 0.7 b``; the expert's gait clock runs
 with period ``x (1 + 0.3 b)`` against the env's clock (mistimed gait); state is read ``round(3 b)`` control
 steps late (delayed estimator); touchdown targets get Gaussian noise of ``0.04 b`` m; the gravity share
@@ -57,11 +57,11 @@ class Go2ExpertConfig:
     heading_gain: float = 1.0
     gravity_share: float = 1.0
     skill: float = 1.0
-    """1 = expert; lower values degrade it (module docstring)."""
+    """1 = expert; lower values degrade it (module docstring); 0 is the weakest variant."""
 
     def __post_init__(self) -> None:
-        if not 0.0 < self.skill <= 1.0:
-            raise ValueError(f"skill must be in (0, 1], got {self.skill=}")
+        if not 0.0 <= self.skill <= 1.0:
+            raise ValueError(f"skill must be in [0, 1], got {self.skill=}")
         if not 0.15 <= self.body_height_m <= 0.35:
             raise ValueError(f"body_height_m must be in [0.15, 0.35], got {self.body_height_m=}")
         if not 0.0 <= self.swing_height_m <= 0.2:

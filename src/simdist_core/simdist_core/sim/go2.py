@@ -159,6 +159,8 @@ class Go2Env:
         self._fell = False
         self._falls = 0
         self._foot_slip_m = 0.0
+        self._priv: dict[str, np.ndarray] | None = None
+        self._core: dict[str, np.ndarray] | None = None
         self._start_xy = self.data.qpos[0:2].copy()
         yaw0 = _yaw(self.data.qpos[3:7])
         self._progress_dir = yaw0 + math.atan2(self.command[1], self.command[0])
@@ -222,6 +224,7 @@ class Go2Env:
         self.data.ctrl[self.scene.actuator_ids] = self.low_level.targets(action)
         mujoco.mj_step(self.model, self.data, nstep=self.n_substeps)
         self._steps += 1
+        self._priv = self._core = None
         planted = contact_before & self._contacts()
         moved = np.linalg.norm(self.data.geom_xpos[self.scene.foot_geom_ids, :2] - feet_before, axis=1)  # (4,)
         self._foot_slip_m += float(np.sum(moved[planted]))
@@ -287,6 +290,12 @@ class Go2Env:
         return {"proprio": proprio, "command": self.command.astype(np.float32), "height_map": height_map}
 
     def _core_state(self) -> dict[str, np.ndarray]:
+        """State shared by reward, privileged state and value features; computed once per step."""
+        if self._core is None:
+            self._core = self._compute_core_state()
+        return self._core
+
+    def _compute_core_state(self) -> dict[str, np.ndarray]:
         d, sc = self.data, self.scene
         rot = quat_to_rotmat(d.qpos[3:7])
         contacts = self._contacts()
@@ -308,7 +317,15 @@ class Go2Env:
         return np.array([d.sensordata[a][0] > CONTACT_THRESHOLD_N for a in self.scene.touch_adr])
 
     def privileged_state(self) -> dict[str, np.ndarray]:
-        """True state for experts, value features and the probe (see the keys below)."""
+        """True state for experts, value features and the probe (keys below); computed once per step.
+
+        The arrays are shared between calls within a step: copy before modifying them.
+        """
+        if self._priv is None:
+            self._priv = self._compute_privileged_state()
+        return dict(self._priv)
+
+    def _compute_privileged_state(self) -> dict[str, np.ndarray]:
         d, sc = self.data, self.scene
         core = self._core_state()
         yaw = _yaw(d.qpos[3:7])
