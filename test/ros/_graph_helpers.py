@@ -96,3 +96,31 @@ def wait_for(predicate, timeout_s, spin=None, step_s=0.05):
         else:
             time.sleep(step_s)
     return predicate()
+
+
+class DiagnosticsCollector:
+    """Keeps the newest DiagnosticStatus values per status name (shares the executor of ``spin_with``)."""
+
+    def __init__(self, context, executor=None):
+        from diagnostic_msgs.msg import DiagnosticArray
+
+        self.node = rclpy.create_node("diag_collector", context=context)
+        self.latest = {}
+        self.history = []
+        self.node.create_subscription(DiagnosticArray, topics.DIAGNOSTICS, self._on, qos.RELIABLE)
+        self.executor = executor or SingleThreadedExecutor(context=context)
+        self.executor.add_node(self.node)
+
+    def _on(self, msg):
+        for status in msg.status:
+            values = msgs.status_values(status)
+            self.latest[status.name] = values
+            self.history.append((status.name, values))
+
+    def spin(self, seconds):
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            self.executor.spin_once(timeout_sec=0.01)
+
+    def find(self, prefix):
+        return next((v for k, v in self.latest.items() if k.startswith(prefix)), None)

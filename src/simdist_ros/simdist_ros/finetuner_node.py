@@ -1,0 +1,276 @@
+"""Finetuner node: replay chunks -> dynamics-only finetune in a separate process -> gated, atomic checkpoint.
+
+Listens to ``replay/chunk_ready`` (and scans ``replay_dir`` at start). Once ``min_new_steps`` steps
+arrived since the last round, it runs ONE round in a worker process (``multiprocessing`` spawn, so
+torch lives outside this process; the worker caps torch to ``torch_threads`` threads and lowers its
+priority by ``nice`` so the planner keeps its core):
+``simdist_core.training.adapt.finetune_dynamics`` on the replay dataset (checksums verified on open),
+validated on the newest ``holdout_fraction`` of the steps (held out, the data the robot faces next).
+If the gate passes, the worker writes ``<output_dir>/v<version>`` with
+``simdist_core.checkpoint.save_checkpoint`` (atomic: temp dir, fsync, rename; never overwritten;
+version = parent + 1), checks that only the dynamics changed (part hashes), and the node announces
+on ``model/update`` (``qos.ANNOUNCE``, transient-local) the JSON
+``{path, version, parent_version, parts_changed: ["dynamics"], sha256, val_loss, old_val_loss, ...}``
+where ``sha256`` is the manifest's ``weights_sha256``. A failed gate is logged and not announced.
+
+Restart: the newest valid checkpoint in ``output_dir`` becomes the parent (announced once, so a
+planner that started from the shipped checkpoint catches up); the newest step count trained on is
+recovered from its manifest.
+
+Memory: this process holds no model and no data (the worker does, and exits after each round).
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import re
+import time
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.node import Node
+from std_msgs.msg import String
+
+from simdist_ros import msgs, qos, topics
+from simdist_ros.params import P, declare_table
+from simdist_ros.runtime import resolve_checkpoint, run_node
+
+_VERSION_DIR = re.compile(r"^v(\d+)$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class FinetunerParams:
+    """Values of :data:`PARAMS`, read once at start."""
+
+    robot: str
+    checkpoint: str
+    replay_dir: str
+    output_dir: str
+    min_new_steps: int
+    steps_per_round: int
+    batch_size: int
+    holdout_fraction: float
+    min_improvement: float
+    recent_steps: int
+    max_rounds: int
+    torch_threads: int
+    nice: int
+    check_period_s: float
+
+    def __post_init__(self) -> None:
+        if not self.replay_dir or not self.output_dir:
+            raise ValueError(f"replay_dir and output_dir must be set, got {self.replay_dir=!r}, {self.output_dir=!r}")
+
+
+PARAMS = (
+    P("robot", "go2", "Robot name (empty = from the checkpoint)", read_only=True),
+    P("checkpoint", "", "Initial checkpoint; empty = <repo>/checkpoints/<robot>", read_only=True),
+    P("replay_dir", "runs/replay", "Dataset folder the replay buffer writes", read_only=True),
+    P("output_dir", "runs/checkpoints", "Folder for finetuned checkpoints v<version>", read_only=True),
+    P("min_new_steps", 500, "New replay steps needed before a round", lo=1, hi=10_000_000),
+    P("steps_per_round", 200, "Optimizer updates per round", lo=1, hi=1_000_000),
+    P("batch_size", 32, "Windows per update", lo=1, hi=4096),
+    P("holdout_fraction", 0.2, "Newest fraction of steps held out for the validation gate", lo=0.01, hi=0.9),
+    P("min_improvement", 0.0, "Gate: new held-out loss < old * (1 - this)", lo=0.0, hi=0.99),
+    P("recent_steps", 0, "Train only on windows in the newest this-many steps (0 = all)", lo=0, hi=100_000_000),
+    P("max_rounds", 0, "Stop after this many rounds (0 = no limit)", lo=0, hi=1_000_000),
+    P("torch_threads", 1, "torch threads in the worker process", lo=1, hi=64, read_only=True),
+    P("nice", 10, "Priority decrease of the worker process (the planner keeps its core)", lo=0, hi=19,
+      read_only=True),
+    P("check_period_s", 1.0, "How often to check for data and finished rounds (s)", lo=0.05, hi=60.0, read_only=True),
+)
+"""The node's parameter table."""
+
+
+def latest_checkpoint(output_dir: Path) -> tuple[int, Path] | None:
+    """Newest ``v<version>`` directory in ``output_dir`` that verifies, or None (bad ones are skipped)."""
+    from simdist_core.checkpoint import CheckpointRejected, verify_checkpoint
+
+    found = sorted(((int(m.group(1)), p) for p in output_dir.glob("v*")
+                    if (m := _VERSION_DIR.match(p.name)) and p.is_dir()), reverse=True)
+    for version, path in found:
+        try:
+            verify_checkpoint(path)
+        except CheckpointRejected:
+            continue
+        return version, path
+    return None
+
+
+def run_round(job: dict[str, Any]) -> dict[str, Any]:
+    """One finetune round (runs in the worker process). Returns a JSON-ready result.
+
+    Args:
+        job: ``parent`` checkpoint, ``replay_dir``, ``output_dir``, ``config`` (FinetuneConfig fields),
+            ``torch_threads``, ``nice``.
+    """
+    os.nice(int(job["nice"]))
+    import torch
+
+    torch.set_num_threads(int(job["torch_threads"]))
+    from simdist_core.checkpoint import load_checkpoint, save_checkpoint
+    from simdist_core.config import from_dict
+    from simdist_core.data.dataset import Dataset
+    from simdist_core.planning.mppi import PlannerConfig
+    from simdist_core.training.adapt import FinetuneConfig, finetune_dynamics
+
+    t0 = time.perf_counter()
+    model, manifest = load_checkpoint(job["parent"])
+    data = Dataset(job["replay_dir"], verify="open", on_corrupt="skip")
+    new, report = finetune_dynamics(model, data, FinetuneConfig(**job["config"]))
+    result: dict[str, Any] = {"data_steps": int(data.n_steps), "report": report.to_json(), "gate": asdict(report.gate),
+                              "parent_version": int(manifest.version)}
+    if not report.gate.passed:
+        return result
+    version = max(int(manifest.version), _max_version(Path(job["output_dir"]))) + 1
+    path = Path(job["output_dir"]) / f"v{version:04d}"
+    planner = from_dict(PlannerConfig, manifest.planner_config) if manifest.planner_config else None
+    saved = save_checkpoint(path, new, version=version, parent_version=int(manifest.version),
+                            parts_changed=("dynamics",), planner_config=planner,
+                            extra={"finetune": report.to_json(), "data_steps": int(data.n_steps),
+                                   "replay_dir": str(job["replay_dir"]), "parent": str(job["parent"])})
+    changed = sorted(name for name, digest in saved.parts.items() if digest != manifest.parts[name])
+    result.update(path=str(path), version=version, sha256=saved.weights_sha256, parts_changed=changed,
+                  wall_s=time.perf_counter() - t0)
+    return result
+
+
+def _max_version(output_dir: Path) -> int:
+    versions = [int(m.group(1)) for p in output_dir.glob("v*") if (m := _VERSION_DIR.match(p.name))]
+    return max(versions, default=-1)
+
+
+class FinetunerNode(Node):
+    """Schedules finetune rounds in a worker process and announces accepted checkpoints."""
+
+    def __init__(self, node_name: str = "finetuner") -> None:
+        super().__init__(node_name)
+        self.params = p = declare_table(self, PARAMS, FinetunerParams)
+        self.replay_dir = Path(p.replay_dir).expanduser().resolve()
+        self.output_dir = Path(p.output_dir).expanduser().resolve()
+        self.output_dir.mkdir(parents=True, exist_ok=True)
+        self.parent = resolve_checkpoint(p.checkpoint, p.robot)
+        self.trained_upto = 0
+        self.known_steps = 0
+        self.rounds = 0
+        self.counts = {"accepted": 0, "gate_failed": 0, "errors": 0}
+        self.last_result: dict[str, Any] = {}
+        self._future: Future | None = None
+        self._pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
+                                         max_tasks_per_child=1)  # the worker exits after each round
+        self._update_pub = self.create_publisher(String, topics.MODEL_UPDATE, qos.ANNOUNCE)
+        self._diag_pub = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, qos.RELIABLE)
+        group = MutuallyExclusiveCallbackGroup()
+        self.create_subscription(String, topics.CHUNK_READY, self._on_chunk, qos.ANNOUNCE, callback_group=group)
+        self.create_timer(p.check_period_s, self._check, callback_group=group)
+        self._resume()
+        self.get_logger().info(f"finetuner: parent {self.parent}, replay {self.replay_dir}, output {self.output_dir}, "
+                               f"round every {p.min_new_steps} new steps ({p.steps_per_round} updates)")
+
+    def _resume(self) -> None:
+        """Continue from the newest own checkpoint and announce it (a restarted graph catches up)."""
+        latest = latest_checkpoint(self.output_dir)
+        if latest is not None:
+            from simdist_core.checkpoint import verify_checkpoint
+
+            version, path = latest
+            manifest = verify_checkpoint(path)
+            self.parent = path
+            self.trained_upto = int(manifest.extra.get("data_steps", 0))
+            self._announce({"path": str(path), "version": version, "parent_version": manifest.parent_version,
+                            "sha256": manifest.weights_sha256, "parts_changed": list(manifest.parts_changed),
+                            "gate": (manifest.extra.get("finetune") or {}).get("gate", {}), "resumed": True})
+        self.known_steps = self._steps_on_disk()
+
+    def _steps_on_disk(self) -> int:
+        from simdist_core.data.chunks import list_chunks, read_meta
+        from simdist_core.data.dataset import list_shards
+
+        if not self.replay_dir.is_dir():
+            return 0
+        return sum(read_meta(c)["n_steps"] for shard in list_shards(self.replay_dir) for _, c in list_chunks(shard))
+
+    def _on_chunk(self, msg: String) -> None:
+        try:
+            data = json.loads(msg.data)
+            total = int(data["total_steps"])
+        except (ValueError, KeyError, TypeError) as exc:
+            self.get_logger().warning(f"ignoring malformed chunk_ready {msg.data[:200]!r}: {exc}")
+            return
+        # One shard per replay node: the announced total is that shard's; the disk scan covers all shards.
+        self.known_steps = max(self.known_steps, total, self._steps_on_disk())
+
+    def _check(self) -> None:
+        p = self.params
+        if self._future is not None and self._future.done():
+            self._finish(self._future)
+            self._future = None
+        if self._future is None and self.known_steps - self.trained_upto >= p.min_new_steps and (
+                not p.max_rounds or self.rounds < p.max_rounds):
+            self._start_round()
+        self._publish_diagnostics()
+
+    def _start_round(self) -> None:
+        p = self.params
+        config = {"steps": p.steps_per_round, "batch_size": p.batch_size, "holdout_fraction": p.holdout_fraction,
+                  "min_improvement": p.min_improvement, "recent_steps": p.recent_steps, "seed": self.rounds}
+        job = {"parent": str(self.parent), "replay_dir": str(self.replay_dir), "output_dir": str(self.output_dir),
+               "config": config, "torch_threads": p.torch_threads, "nice": p.nice}
+        self.rounds += 1
+        self._round_steps = self.known_steps
+        self.get_logger().info(f"round {self.rounds}: finetuning {self.parent.name} on {self.known_steps} steps")
+        self._future = self._pool.submit(run_round, job)
+
+    def _finish(self, future: Future) -> None:
+        try:
+            result = future.result()
+        except Exception as exc:  # noqa: BLE001  (worker boundary: any failure is logged, counted, survived)
+            self.counts["errors"] += 1
+            self.get_logger().error(f"finetune round {self.rounds} failed: {type(exc).__name__}: {exc}")
+            self.trained_upto = self._round_steps  # wait for new data before retrying
+            return
+        self.last_result = result
+        self.trained_upto = max(self.trained_upto, result["data_steps"])
+        gate = result["gate"]
+        if "path" not in result:
+            self.counts["gate_failed"] += 1
+            self.get_logger().warning(f"round {self.rounds}: gate failed, not announced: {gate['reason']}")
+            return
+        if result["parts_changed"] != ["dynamics"]:
+            self.counts["errors"] += 1
+            self.get_logger().error(f"round {self.rounds}: {result['path']} changed {result['parts_changed']}, "
+                                    "expected only ['dynamics']; not announced")
+            return
+        self.counts["accepted"] += 1
+        self.parent = Path(result["path"])
+        self._announce({k: result[k] for k in ("path", "version", "parent_version", "sha256", "parts_changed")}
+                       | {"val_loss": gate["new_loss"], "old_val_loss": gate["old_loss"], "gate": gate,
+                          "data_steps": result["data_steps"], "wall_s": result["wall_s"]})
+
+    def _announce(self, payload: dict[str, Any]) -> None:
+        self._update_pub.publish(String(data=json.dumps(payload)))
+        self.get_logger().info(f"announced model v{payload['version']} at {payload['path']}")
+
+    def _publish_diagnostics(self) -> None:
+        values = {"rounds": self.rounds, "running": self._future is not None, "known_steps": self.known_steps,
+                  "trained_upto": self.trained_upto, "parent": str(self.parent), **self.counts}
+        level = "error" if self.counts["errors"] else "ok"
+        status = msgs.make_status(f"{self.get_name()}: finetuner", level, f"parent {self.parent.name}", values)
+        self._diag_pub.publish(msgs.make_diagnostics([status], self.get_clock().now().nanoseconds))
+
+    def close(self) -> None:
+        """Stop the worker (a running round is abandoned: it never wrote a partial checkpoint)."""
+        for proc in list(getattr(self._pool, "_processes", {}).values()):
+            proc.terminate()
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def main(args: list[str] | None = None) -> int:
+    """Run the finetuner until Ctrl-C."""
+    return run_node(FinetunerNode, args, threads=2)
