@@ -1,11 +1,12 @@
 """Checkpoint loading and the off-control-thread hot swap used by the planner node.
 
 The finetuner announces a checkpoint on ``model/update`` as JSON ``{path, version, parts_changed, sha256}``.
-``ModelSwapper`` verifies and loads it in its own thread (hash, shapes, finiteness via
-``simdist_core.checkpoint``; encoder untouched; manifest hash equal to the announced one) and hands
-the control tick a ready model; the tick swaps the planner's reference between two plans
-(``MPPIPlanner.swap_model``). A refused checkpoint is logged with its reason and the old model keeps
-running. Memory: one pending announcement and at most one verified candidate model.
+``ModelSwapper`` verifies and loads it in its own thread (file and part hashes, shapes, finiteness via
+``simdist_core.checkpoint.load_checkpoint``; the encoder's part hash unchanged; the manifest's
+``weights_sha256`` and version equal to the announced ones) and hands the control tick a ready model;
+the tick swaps the planner's reference between two plans (``MPPIPlanner.swap_model``). A refused
+checkpoint is logged with its reason and the old model keeps running.
+Memory: one pending announcement and at most one verified candidate model.
 """
 
 from __future__ import annotations
@@ -66,8 +67,8 @@ def load_model(path: Path | str, device: str) -> tuple[Any, Any]:
     """Load (model, manifest) with every parameter frozen, in eval mode, on ``device``."""
     from simdist_core.checkpoint import load_checkpoint
 
-    model, manifest = load_checkpoint(Path(path))
-    model = model.to(device).eval()
+    model, manifest = load_checkpoint(Path(path), device)
+    model = model.eval()
     model.requires_grad_(False)
     return model, manifest
 
@@ -89,7 +90,7 @@ def build_planner(
     from simdist_core.planning.mppi import MPPIPlanner, PlannerConfig, planner_preset
 
     if preset == "checkpoint":
-        stored = manifest_get(manifest, "planner")
+        stored = manifest_get(manifest, "planner_config")
         if not isinstance(stored, dict):
             raise KeyError("planner_preset=checkpoint but the checkpoint manifest stores no 'planner' config")
         cfg = from_dict(PlannerConfig, stored)
@@ -100,13 +101,6 @@ def build_planner(
     return MPPIPlanner(model, cfg, device=device, seed=seed)
 
 
-def _same_weights(a: Any, b: Any) -> bool:  # noqa: ANN401  (torch modules)
-    import torch
-
-    sa, sb = a.state_dict(), b.state_dict()
-    return sa.keys() == sb.keys() and all(torch.equal(sa[k].cpu(), sb[k].cpu()) for k in sa)
-
-
 class ModelSwapper:
     """Verifies announced checkpoints in a worker thread; the control tick takes the result."""
 
@@ -114,6 +108,7 @@ class ModelSwapper:
         self.model = model
         """The model the planner runs now."""
         self.version = str(manifest_get(manifest, "version", "unknown"))
+        self._encoder_hash = (manifest_get(manifest, "parts") or {}).get("encoder")
         self._logger = logger
         self._device = device
         self._cond = threading.Condition()
@@ -188,7 +183,7 @@ class ModelSwapper:
             self._logger.info(f"model version {version} verified; swapping at the next tick")
 
     def _verify(self, text: str) -> tuple[Any, str]:
-        from simdist_core.checkpoint import CheckpointRejected, verify_checkpoint
+        from simdist_core.checkpoint import CheckpointRejected
 
         ann = parse_announcement(text)
         if ann.version == self.version:
@@ -197,13 +192,15 @@ class ModelSwapper:
         frozen = [p for p in ann.parts_changed if p in FROZEN_PARTS]
         if frozen:
             raise CheckpointRejected(f"announcement says {frozen} changed, but the encoder is frozen during adaptation")
-        verify_checkpoint(Path(ann.path))
-        model, manifest = load_model(ann.path, self._device)
-        sha = manifest_get(manifest, "sha256")
+        model, manifest = load_model(ann.path, self._device)  # verifies file hash, part hashes, shapes, finiteness
+        sha = manifest_get(manifest, "weights_sha256")
         if sha != ann.sha256:
-            raise CheckpointRejected(f"manifest sha256 {sha!r} differs from the announced {ann.sha256!r}")
+            raise CheckpointRejected(f"manifest weights_sha256 {sha!r} differs from the announced {ann.sha256!r}")
+        if str(manifest_get(manifest, "version")) != ann.version:
+            raise CheckpointRejected(f"manifest version {manifest_get(manifest, 'version')} != announced {ann.version}")
         if model.spec != self.model.spec or model.cfg != self.model.cfg:
             raise CheckpointRejected("checkpoint robot spec or model config differs from the running model")
-        if not _same_weights(model.encoder, self.model.encoder):
+        new_encoder = (manifest_get(manifest, "parts") or {}).get("encoder")
+        if new_encoder is None or new_encoder != self._encoder_hash:
             raise CheckpointRejected("encoder weights differ from the running encoder (the encoder is frozen)")
         return model, ann.version

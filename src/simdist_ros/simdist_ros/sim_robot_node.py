@@ -19,6 +19,7 @@ Memory bound: the env, one latest command, fixed-size counters.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from dataclasses import dataclass
@@ -31,13 +32,16 @@ from rclpy.qos import QoSProfile
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Image, Imu, JointState
 from simdist_core.config import parse_overrides
-from simdist_core.sim.base import make_env
+from simdist_core.robots import get_robot
+from simdist_core.sim.base import RobotEnv, make_env
 from std_msgs.msg import Float64MultiArray
 
 from simdist_ros import msgs, qos, topics
 from simdist_ros.params import P, TunableParams, declare_table
 from simdist_ros.runtime import run_node
 from simdist_ros.sensors import joint_names, sensors_to_messages
+
+os.environ.setdefault("MUJOCO_GL", "egl")  # headless rendering (UR5e camera); see shared/notes/environment.md
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,8 +93,8 @@ class SimRobotNode(Node):
         super().__init__(node_name)
         params = declare_table(self, ROWS, SimRobotParams)
         self._tunable = TunableParams(self, ROWS, params)
-        self.env = make_env(params.task, parse_overrides(params.overrides))
-        self.spec = self.env.spec
+        self.env: RobotEnv | None = None
+        self.spec = get_robot(params.task.split("/")[0])
         self.names = joint_names(self.spec.name)
         self.dt_ns = int(round(1e9 / self.spec.control_hz))
         self.sim_ns = 0
@@ -104,7 +108,7 @@ class SimRobotNode(Node):
 
         self._pubs = {}
         for key, msg_type in _SENSOR_TYPES.items():
-            topic = _SENSOR_TOPIC.get(key, getattr(topics, key.upper()))
+            topic = _SENSOR_TOPIC[key] if key in _SENSOR_TOPIC else getattr(topics, key.upper())
             self._pubs[key] = self.create_publisher(msg_type, topic, qos.SENSOR)
         self._clock_pub = self.create_publisher(Clock, topics.CLOCK, QoSProfile(depth=10))
         self._exec_pub = self.create_publisher(
@@ -115,11 +119,17 @@ class SimRobotNode(Node):
         self.create_subscription(Float64MultiArray, topics.COMMAND, self._on_command, qos.command(self.spec.control_hz))
         self.create_timer(params.diagnostics_period_s, self._publish_diagnostics)
 
-        self.env.reset(seed=params.seed)
-        self._publish_state(self._sensors(None))
+        # The env lives in the simulation thread: an EGL renderer (UR5e camera) is bound to the thread that
+        # created it. The constructor waits for the first reset so a broken task fails the process at start.
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="sim_loop", daemon=True)
+        self._ready = threading.Event()
+        self._start_error: BaseException | None = None
+        self._thread = threading.Thread(target=self._loop, args=(params,), name="sim_loop", daemon=True)
         self._thread.start()
+        self._ready.wait()
+        if self._start_error is not None:
+            self._thread.join()
+            raise RuntimeError(f"could not start task {params.task!r}: {self._start_error}") from self._start_error
         self.get_logger().info(
             f"simulating {params.task} at {self.spec.control_hz:g} Hz, real_time_factor {params.real_time_factor:g}"
             + (f", overrides {list(params.overrides)}" if params.overrides else "")
@@ -161,10 +171,24 @@ class SimRobotNode(Node):
         return clipped
 
     # ---- the simulation loop -----------------------------------------------------------------------
-    def _loop(self) -> None:
+    def _loop(self, params: SimRobotParams) -> None:
+        try:
+            self.env = make_env(params.task, parse_overrides(params.overrides))
+            self.env.reset(seed=params.seed)
+            self._publish_state(self._sensors(None))
+        except Exception as exc:  # noqa: BLE001  (reported by the constructor, which fails the process)
+            self._start_error = exc
+            return
+        finally:
+            self._ready.set()
         next_wall = time.monotonic()
         while not self._stop.is_set():
-            self.step_once()
+            try:
+                self.step_once()
+            except (ValueError, RuntimeError, FloatingPointError) as exc:  # e.g. unstable physics: reset, say so
+                self.get_logger().error(f"simulation step failed ({exc}); resetting the task")
+                with self._env_lock:
+                    self.env.reset()
             rtf = self._tunable.current.real_time_factor
             if rtf <= 0.0:
                 next_wall = time.monotonic()
@@ -175,6 +199,9 @@ class SimRobotNode(Node):
                 self._stop.wait(delay)
             elif delay < -0.5:  # far behind (a slow machine): do not try to catch up in a burst
                 next_wall = time.monotonic()
+        close = getattr(self.env, "close", None)
+        if close is not None:
+            close()  # in this thread: the renderer's GL context belongs to it
 
     def step_once(self) -> None:
         """Advance the simulation one control period and publish everything."""
@@ -228,7 +255,7 @@ class SimRobotNode(Node):
         self._rtf_window = (now, counts["steps"])
         values: dict[str, object] = {"sim_time_s": self.sim_ns * 1e-9, "achieved_real_time_factor": rtf, **counts}
         with self._env_lock:
-            metrics = self.env.metrics()
+            metrics = self.env.metrics() if self.env is not None else {}
         values.update({f"metric/{k}": float(v) for k, v in metrics.items()})
         level, message = (
             ("warn", "watchdog: holding default pose") if self._watchdog_active else ("ok", "following commands")
@@ -240,9 +267,7 @@ class SimRobotNode(Node):
         """Stop and join the simulation thread (before rclpy shuts down)."""
         self._stop.set()
         self._thread.join(timeout=10.0)
-        close = getattr(self.env, "close", None)
-        if close is not None:
-            close()
+
 
 
 def main(args: list[str] | None = None) -> int:

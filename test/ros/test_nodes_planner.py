@@ -1,0 +1,118 @@
+"""The planner node in its own process: commands/markers/diagnostics at rate, hold on stale input,
+hot swap of a valid checkpoint with zero missed ticks, refusal of corrupt / encoder-changing updates.
+
+The model is a small randomly initialised WorldModel saved with ``save_checkpoint`` (shapes and
+plumbing are under test, not skill). The test publishes latents itself, stamped with its wall clock.
+"""
+
+import json
+import time
+
+import numpy as np
+import pytest
+import torch
+from diagnostic_msgs.msg import DiagnosticArray
+from node_harness import NodeProcess, Observer, diag_values, every, tiny_world_model, unique_namespace
+from simdist_core.checkpoint import WEIGHTS_FILE, save_checkpoint
+from std_msgs.msg import Float32MultiArray, Float64MultiArray, String
+from trajectory_msgs.msg import JointTrajectory
+from visualization_msgs.msg import MarkerArray
+
+from simdist_ros import msgs, qos, topics
+
+HZ = 20.0  # slower than the Go2's 50 Hz so that a shared 2-core CI machine does not miss ticks by itself
+PLANNER = ["num_samples=16", "num_pi_samples=4", "iterations=1", "num_elites=4"]
+
+
+def _announce(pub, manifest, path, parts=("dynamics",)):
+    pub.publish(String(data=json.dumps({"path": str(path), "version": manifest.version, "sha256":
+                                        manifest.weights_sha256, "parts_changed": list(parts)})))  # fmt: skip
+
+
+def _int(store, key):
+    return int(diag_values(store, "planner").get(key, "-1"))
+
+
+@pytest.mark.timeout(300)
+def test_planner_node_plans_holds_and_hot_swaps(tmp_path):
+    model = tiny_world_model("go2")
+    save_checkpoint(tmp_path / "v1", model, version=1)
+    ns = unique_namespace("planner")
+    params = {"checkpoint": str(tmp_path / "v1"), "control_hz": HZ, "planner_overrides": PLANNER,
+              "rollout_every_n": 2, "diagnostics_period_s": 0.25, "stale_ticks": 3.0}  # fmt: skip
+    node = NodeProcess("planner_node", params, "planner", ns)
+    obs = Observer(ns)
+    try:
+        commands = obs.collect(Float64MultiArray, topics.COMMAND, qos.command(HZ))
+        plans = obs.collect(JointTrajectory, topics.PLAN, qos.RELIABLE)
+        markers = obs.collect(MarkerArray, topics.PREDICTED_ROLLOUT, qos.RELIABLE)
+        diags = obs.collect(DiagnosticArray, topics.DIAGNOSTICS, qos.RELIABLE)
+        latent_pub = obs.publisher(Float32MultiArray, topics.LATENT, qos.LATENT(HZ))
+        update_pub = obs.publisher(String, topics.MODEL_UPDATE, qos.ANNOUNCE)
+        rng = np.random.default_rng(0)
+        z, ctx = rng.normal(size=16), rng.normal(size=(51, 16))
+
+        def send_latent():
+            latent_pub.publish(msgs.make_latent({"z": z, "context": ctx}, obs.node.get_clock().now().nanoseconds))
+
+        feed = every(1.0 / HZ, send_latent)
+
+        # 1. Before any latent: hold (zeros) and say why.
+        assert obs.spin_until(lambda: len(commands) >= 3 or not node.alive(), 120.0), node.log()[-3000:]
+        assert all(np.allclose(c.data, 0.0) for c in commands)
+        assert obs.spin_until(lambda: _int(diags, "holds_no_latent") > 0, 30.0)
+
+        # 2. Fresh latents: planned (non-zero) commands, plans over the horizon, rollout markers.
+        commands.clear()
+        assert obs.spin_until(lambda: len(commands) >= 20 and len(markers) >= 5, 60.0, on_spin=feed)
+        planned = [np.asarray(c.data) for c in commands]
+        assert all(a.shape == (12,) and np.all(np.abs(a) <= 1.0) for a in planned)
+        assert sum(1 for a in planned if np.any(a != 0.0)) >= 10, "fresh latents must give planned actions"
+        assert len(plans[-1].points) == 25 and len(plans[-1].joint_names) == 12
+        assert len(markers[-1].markers[0].points) == 26  # H + 1 integrated base positions
+        assert diag_values(diags, "planner")["model_version"] == "1"
+
+        # 3. Latents stop: after stale_ticks the planner holds zeros and reports it.
+        stale_before = _int(diags, "holds_stale")
+        assert obs.spin_until(lambda: _int(diags, "holds_stale") > stale_before + 3, 30.0)
+        commands.clear()
+        assert obs.spin_until(lambda: len(commands) >= 3, 30.0)
+        assert all(np.allclose(c.data, 0.0) for c in commands), "stale latent must give the hold action"
+        assert "holding default pose: latent is" in node.log()
+
+        # 4. Hot swap a valid dynamics-only update while planning: zero missed ticks.
+        with torch.no_grad():
+            for p in model.dynamics.parameters():
+                p.add_(0.01)
+        v2 = save_checkpoint(tmp_path / "v2", model, version=2, parent_version=1, parts_changed=("dynamics",))
+        obs.spin_until(lambda: False, 1.0, on_spin=feed)  # planning again before the swap
+        _announce(update_pub, v2, tmp_path / "v2")
+        assert obs.spin_until(lambda: diag_values(diags, "planner").get("model_version") == "2", 60.0, on_spin=feed)
+        values = diag_values(diags, "planner")
+        assert int(values["swaps"]) == 1 and int(values["swaps_refused"]) == 0
+        assert int(values["missed_ticks_in_swap"]) == 0, f"ticks missed during the swap: {values}"
+
+        # 5. A corrupt checkpoint is refused; version 2 keeps planning.
+        v3 = save_checkpoint(tmp_path / "v3", model, version=3, parent_version=2, parts_changed=("dynamics",))
+        weights = tmp_path / "v3" / WEIGHTS_FILE
+        blob = bytearray(weights.read_bytes())
+        blob[len(blob) // 2] ^= 0xFF
+        weights.write_bytes(bytes(blob))
+        _announce(update_pub, v3, tmp_path / "v3")
+        assert obs.spin_until(lambda: _int(diags, "swaps_refused") == 1, 60.0, on_spin=feed), node.log()[-3000:]
+        # 6. An update that claims to change the frozen encoder is refused too.
+        v4 = save_checkpoint(tmp_path / "v4", model, version=4, parent_version=2, parts_changed=("encoder", "dynamics"))
+        _announce(update_pub, v4, tmp_path / "v4", parts=("encoder", "dynamics"))
+        assert obs.spin_until(lambda: _int(diags, "swaps_refused") == 2, 60.0, on_spin=feed), node.log()[-3000:]
+        commands.clear()
+        t_end = time.monotonic() + 1.0
+        obs.spin_until(lambda: time.monotonic() > t_end, 5.0, on_spin=feed)
+        values = diag_values(diags, "planner")
+        assert values["model_version"] == "2" and int(values["swaps"]) == 1
+        assert sum(1 for c in commands if np.any(np.asarray(c.data) != 0.0)) >= 5, "old model must keep planning"
+        log = node.log()
+        assert "refused model update" in log and "sha256" in log and "encoder is frozen" in log
+    finally:
+        obs.close()
+        rc = node.stop()
+    assert rc == 0, f"planner_node did not exit cleanly (rc={rc}):\n{node.log()[-3000:]}"

@@ -1,0 +1,87 @@
+"""The simulated robot node in its own process: sensor topics, command following, watchdog, clamping."""
+
+import numpy as np
+import pytest
+from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import WrenchStamped
+from nav_msgs.msg import Odometry
+from node_harness import NodeProcess, Observer, diag_values, unique_namespace
+from rclpy.qos import QoSProfile
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import Image, Imu, JointState
+from std_msgs.msg import Float64MultiArray
+
+from simdist_ros import msgs, qos, topics
+
+SENSORS = {
+    "go2": {topics.JOINT_STATES: JointState, topics.IMU: Imu, topics.ODOM: Odometry, topics.HEIGHT_MAP: Image,
+            topics.FOOT_CONTACTS: Float64MultiArray},
+    "ur5e": {topics.JOINT_STATES: JointState, topics.ODOM: Odometry, topics.WRENCH: WrenchStamped,
+             topics.CAMERA_IMAGE: Image},
+}  # fmt: skip
+TASKS = {"go2": "go2/flat", "ur5e": "ur5e/peg"}
+ACTION_DIM = {"go2": 12, "ur5e": 4}
+
+
+def _task_available(task: str) -> bool:
+    import simdist_core.sim.tasks  # noqa: F401  (imports every robot's task module)
+    from simdist_core.sim.base import TASKS as REGISTRY
+
+    return task in REGISTRY
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("robot", ["ur5e", "go2"])
+def test_sim_robot_publishes_sensors_and_follows_commands(robot):
+    if not _task_available(TASKS[robot]):
+        pytest.skip(f"task {TASKS[robot]} not registered yet (simdist_core.sim.{robot}_tasks)")
+    hz = 50.0 if robot == "go2" else 20.0
+    ns = unique_namespace(robot)
+    params = {"task": TASKS[robot], "real_time_factor": 1.0, "command_timeout_s": 0.2}
+    node = NodeProcess("sim_robot_node", params, "sim_robot", ns)
+    obs = Observer(ns)
+    try:
+        stores = {t: obs.collect(m, t, qos.SENSOR) for t, m in SENSORS[robot].items()}
+        executed = obs.collect(Float64MultiArray, topics.EXECUTED_COMMAND, qos.command(hz))
+        clock = obs.collect(Clock, topics.CLOCK, QoSProfile(depth=10))
+        diags = obs.collect(DiagnosticArray, topics.DIAGNOSTICS, qos.RELIABLE)
+        cmd_pub = obs.publisher(Float64MultiArray, topics.COMMAND, qos.command(hz))
+
+        assert obs.spin_until(lambda: all(len(s) >= 5 for s in stores.values()) or not node.alive(), 120.0), (
+            f"missing sensor topics: { {t: len(s) for t, s in stores.items()} }\n{node.log()[-3000:]}"
+        )
+        # Every sensor message of one step carries the same sim stamp as /clock; sim time moves forward.
+        stamps = [msgs.stamp_to_ns(m.clock) for m in clock]
+        assert stamps == sorted(stamps) and stamps[-1] > stamps[0]
+        # No command yet: the watchdog holds the default pose (zero action).
+        assert obs.spin_until(lambda: len(executed) >= 3, 30.0)
+        assert all(np.allclose(m.data, 0.0) for m in executed), "watchdog must hold zeros before any command"
+
+        # Follow a command: executed_command echoes it; out-of-range values are clamped to [-1, 1].
+        action = np.zeros(ACTION_DIM[robot])
+        action[0] = 0.5 if robot == "ur5e" else 0.3
+        action[1] = 3.0  # out of range
+        start_odom = msgs.odom_to_arrays(stores[topics.ODOM][-1])[0]
+        executed.clear()
+        publish = lambda: cmd_pub.publish(msgs.make_float64_array(action))  # noqa: E731
+        assert obs.spin_until(lambda: sum(1 for m in executed if m.data[0] != 0.0) >= 10, 60.0, on_spin=publish)
+        followed = [np.asarray(m.data) for m in executed if m.data[0] != 0.0]
+        np.testing.assert_allclose(followed[-1][:2], [action[0], 1.0])  # clamped
+        if robot == "ur5e":  # dx > 0 moves the tool tip in +x of the base frame
+            end_odom = msgs.odom_to_arrays(stores[topics.ODOM][-1])[0]
+            assert end_odom[0] - start_odom[0] > 0.005, f"TCP x moved {end_odom[0] - start_odom[0]:.4f} m"
+
+        # A NaN command is refused, not applied.
+        cmd_pub.publish(Float64MultiArray(data=[float("nan")] * ACTION_DIM[robot]))
+        assert obs.spin_until(lambda: int(diag_values(diags, "sim robot").get("bad_commands", "0")) >= 1, 30.0)
+        values = diag_values(diags, "sim robot")
+        assert int(values["clamped_commands"]) >= 1 and int(values["steps"]) > 0
+
+        # Commands stop: after the timeout the watchdog returns to the default pose.
+        executed.clear()
+        assert obs.spin_until(lambda: len(executed) >= 3 and np.allclose(executed[-1].data, 0.0), 30.0)
+        assert "watchdog" in node.log()
+    finally:
+        obs.close()
+        rc = node.stop()
+    assert rc == 0, f"sim_robot_node did not exit cleanly (rc={rc}):\n{node.log()[-3000:]}"
