@@ -1,0 +1,269 @@
+"""The UR5e driver's control loop without ROS: normalised EE deltas in, rate-limited servoJ targets out.
+
+The planner's 20 Hz action (dx, dy, dz, dyaw) in [-1, 1] moves a TCP target exactly as in simulation
+(``simdist_core.sim.ur5e.UR5eLowLevel.apply_action``: step scaling, leash to the measured TCP, workspace
+box). Every tick (500 Hz) the same damped-least-squares IK, evaluated on a kinematic copy of the MuJoCo
+model at the measured joint angles, gives the joint target; speed and acceleration limits shape it and
+``servo_j`` streams it. Because the TCP target only moves when an action arrives, the IK stream between two
+actions interpolates smoothly toward the newest target.
+
+Modes: IDLE (no command yet / after reset), ACTIVE (fresh commands), HOLD (late: keep servoing to the last
+TCP target), STOPPED (commands stopped for ``stop_timeout_s``: ``backend.stop()``; the next fresh command
+re-anchors the target on the measured TCP and resumes), PROTECTIVE_STOP (the controller stopped the arm;
+latched until the operator clears it on the pendant AND ``reset()``), ESTOP (latched until ``reset()``).
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+from simdist_core.robots import UR5E
+from simdist_core.sim.ur5e import LowLevelConfig, UR5eLowLevel
+from simdist_core.sim.ur5e_scene import SceneConfig, build_ur5e_model
+
+from ur5e_bringup.backend import ArmBackend, ArmState
+
+LOG = logging.getLogger("ur5e_control")
+
+
+class ArmMode(enum.Enum):
+    """What the UR5e driver is doing (see the module docstring)."""
+
+    IDLE = "idle"
+    ACTIVE = "active"
+    HOLD = "hold"
+    STOPPED = "stopped"
+    PROTECTIVE_STOP = "protective_stop"
+    ESTOP = "estop"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ArmControlConfig:
+    """Rates, limits and timeouts of the UR5e control loop."""
+
+    control_hz: float = 500.0
+    """servoJ rate (the e-Series controller runs at 500 Hz)."""
+    hold_timeout_s: float = 0.15
+    """Command age after which the TCP target is held (3 ticks at 20 Hz)."""
+    stop_timeout_s: float = 0.5
+    """Command age after which the arm is stopped."""
+    max_joint_speed_rad_s: float = 1.0
+    """Per-joint speed limit of the streamed target."""
+    max_joint_accel_rad_s2: float = 20.0
+    """Per-joint acceleration limit of the streamed target."""
+    servo_lookahead_s: float = 0.1
+    """servoJ lookahead time, [0.03, 0.2]."""
+    servo_gain: float = 300.0
+    """servoJ proportional gain, [100, 2000]."""
+
+    def __post_init__(self) -> None:
+        for name in ("control_hz", "hold_timeout_s", "max_joint_speed_rad_s", "max_joint_accel_rad_s2"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+        if not self.stop_timeout_s > self.hold_timeout_s:
+            raise ValueError(f"stop_timeout_s must be > hold_timeout_s, got {self.stop_timeout_s=}, "
+                             f"{self.hold_timeout_s=}")
+        if not 0.03 <= self.servo_lookahead_s <= 0.2:
+            raise ValueError(f"servo_lookahead_s must be in [0.03, 0.2] (UR servoJ), got {self.servo_lookahead_s=}")
+        if not 100.0 <= self.servo_gain <= 2000.0:
+            raise ValueError(f"servo_gain must be in [100, 2000] (UR servoJ), got {self.servo_gain=}")
+
+
+class ArmKinematics:
+    """The sim's IK layer on a kinematic copy of the MuJoCo scene, driven by measured joint angles."""
+
+    def __init__(self, lowlevel: LowLevelConfig, scene: SceneConfig | None = None) -> None:
+        self.model = build_ur5e_model(scene if scene is not None else SceneConfig())
+        self.data = mujoco.MjData(self.model)
+        self.ik = UR5eLowLevel(self.model, lowlevel)
+
+    def sync(self, q_rad: np.ndarray) -> None:
+        """Set the arm to the measured joints (6,) and update positions + Jacobian inputs."""
+        self.data.qpos[self.ik.qpos_adr] = q_rad
+        mujoco.mj_kinematics(self.model, self.data)
+        mujoco.mj_comPos(self.model, self.data)
+
+    def anchor(self, q_rad: np.ndarray) -> None:
+        """Put the TCP target on the TCP at ``q_rad``."""
+        self.sync(q_rad)
+        self.ik.reset(self.data)
+
+    def joint_target(self, q_rad: np.ndarray) -> np.ndarray:
+        """IK joint target (6,) toward the current TCP target from the measured joints."""
+        self.sync(q_rad)
+        self.ik.ik_step(self.data)
+        return self.data.ctrl[self.ik.act_ids].copy()
+
+
+class Ur5eController:
+    """Owns the arm's safety state; ``tick`` is the only method that commands the arm."""
+
+    def __init__(self, config: ArmControlConfig, backend: ArmBackend, lowlevel: LowLevelConfig | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.config = config
+        self.backend = backend
+        self.kin = ArmKinematics(lowlevel if lowlevel is not None else LowLevelConfig())
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._base = ArmMode.IDLE  # IDLE, ACTIVE, PROTECTIVE_STOP, ESTOP (ACTIVE decays by command age)
+        self._last_command_s: float | None = None
+        self._anchored = False
+        self._stopped_sent = False
+        self._q_cmd: np.ndarray | None = None
+        self._v_cmd = np.zeros(6)
+        self.estop_reason: str | None = None
+        self.state: ArmState | None = None
+        self.mode = ArmMode.IDLE
+        self.executed_action = np.zeros(UR5E.action_dim, dtype=np.float32)
+        self.ticks = 0
+        self.ignored_commands = 0
+        self.servo_refusals = 0
+        self.clamp_counts = {"speed": 0, "accel": 0}
+
+    # ---- inputs (any thread) ------------------------------------------------------------------------------
+    def set_action(self, action: np.ndarray) -> bool:
+        """Move the TCP target by a normalised action (4,); False if the current mode ignores it.
+
+        Raises:
+            ValueError: wrong shape or non-finite values (the last good target stays).
+        """
+        a = np.asarray(action, dtype=np.float64)
+        if a.shape != (UR5E.action_dim,) or not np.all(np.isfinite(a)):
+            raise ValueError(f"action must be finite with shape ({UR5E.action_dim},), got shape {a.shape}")
+        with self._lock:
+            if self._base in (ArmMode.ESTOP, ArmMode.PROTECTIVE_STOP) or self.state is None:
+                self.ignored_commands += 1
+                return False
+            if not self._anchored or self._current_mode(self.clock()) is ArmMode.STOPPED:
+                self.kin.anchor(self.state.q_rad)  # resume from where the arm is, not from a stale target
+                self._anchored = True
+            self.kin.sync(self.state.q_rad)
+            self.kin.ik.apply_action(a, self.kin.data)
+            self.executed_action = np.clip(a, -1.0, 1.0).astype(np.float32)
+            self._base = ArmMode.ACTIVE
+            self._last_command_s = self.clock()
+            self._stopped_sent = False
+        return True
+
+    def estop(self, reason: str) -> None:
+        """Stop the arm and latch until ``reset``."""
+        with self._lock:
+            if self.estop_reason is None:
+                self.estop_reason = reason
+            self._base = ArmMode.ESTOP
+        LOG.warning("UR5e e-stop latched: %s", reason)
+
+    def reset(self) -> bool:
+        """Clear the e-stop / protective-stop latch; False while the controller still reports a protective stop."""
+        with self._lock:
+            if self.state is not None and self.state.protective_stop:
+                return False
+            self.estop_reason = None
+            self._base = ArmMode.IDLE
+            self._anchored = False
+            self._q_cmd = None
+            self._v_cmd = np.zeros(6)
+            return True
+
+    # ---- the tick -----------------------------------------------------------------------------------------
+    def _current_mode(self, now_s: float) -> ArmMode:
+        if self._base is not ArmMode.ACTIVE:
+            return self._base
+        age = now_s - self._last_command_s
+        if age <= self.config.hold_timeout_s:
+            return ArmMode.ACTIVE
+        return ArmMode.HOLD if age <= self.config.stop_timeout_s else ArmMode.STOPPED
+
+    def tick(self) -> ArmMode:
+        """Read the arm, update the safety state, stream one servoJ target (or stop)."""
+        state = self.backend.read_state()
+        with self._lock:
+            self.state = state
+            if not state.connected and self._base is not ArmMode.ESTOP:
+                self.estop_reason = "connection to the arm lost"
+                self._base = ArmMode.ESTOP
+            elif state.protective_stop and self._base not in (ArmMode.ESTOP, ArmMode.PROTECTIVE_STOP):
+                self._base = ArmMode.PROTECTIVE_STOP
+                LOG.error("protective stop reported by the controller: clear it on the pendant, then reset")
+            mode = self._current_mode(self.clock())
+            q_target = None
+            if mode in (ArmMode.ACTIVE, ArmMode.HOLD) and self._anchored:
+                q_target = self._limit(self.kin.joint_target(state.q_rad), state.q_rad)
+            elif mode is not ArmMode.IDLE:
+                self._q_cmd, self._v_cmd = None, np.zeros(6)
+                self.executed_action = np.zeros(UR5E.action_dim, dtype=np.float32)
+        if mode is not self.mode:
+            LOG.info("UR5e mode %s -> %s", self.mode.value, mode.value)
+            self.mode = mode
+        if q_target is not None:
+            c = self.config
+            if not self.backend.servo_j(q_target, 0.0, 0.0, 1.0 / c.control_hz, c.servo_lookahead_s, c.servo_gain):
+                self.servo_refusals += 1
+        elif mode in (ArmMode.STOPPED, ArmMode.ESTOP) and not self._stopped_sent and state.connected:
+            self.backend.stop()
+            self._stopped_sent = True
+        self.ticks += 1
+        return mode
+
+    def _limit(self, q_des: np.ndarray, q_meas: np.ndarray) -> np.ndarray:
+        """Speed then acceleration limit of the streamed target, starting from the measured pose."""
+        dt = 1.0 / self.config.control_hz
+        q_prev = q_meas if self._q_cmd is None else self._q_cmd
+        err = q_des - q_prev
+        v = err / dt
+        # Cap the speed so the arm can still brake to the target within the acceleration limit (no overshoot).
+        v_cap = np.minimum(self.config.max_joint_speed_rad_s,
+                           np.sqrt(2.0 * self.config.max_joint_accel_rad_s2 * np.abs(err)))
+        v_lim = np.clip(v, -v_cap, v_cap)
+        self.clamp_counts["speed"] += int(np.any(v_lim != v))
+        dv = self.config.max_joint_accel_rad_s2 * dt
+        v_acc = np.clip(v_lim, self._v_cmd - dv, self._v_cmd + dv)
+        self.clamp_counts["accel"] += int(np.any(v_acc != v_lim))
+        self._v_cmd = v_acc
+        self._q_cmd = q_prev + v_acc * dt
+        return self._q_cmd
+
+
+class ArmLoop:
+    """Calls ``Ur5eController.tick`` at ``control_hz`` in a thread; a tick error latches the e-stop."""
+
+    def __init__(self, controller: Ur5eController) -> None:
+        self.controller = controller
+        self.errors = 0
+        self.overruns = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="ur5e_control", daemon=True)
+
+    def start(self) -> None:
+        """Start the thread."""
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop and join the thread."""
+        self._stop.set()
+        self._thread.join(timeout=2.0)
+
+    def _run(self) -> None:
+        period = 1.0 / self.controller.config.control_hz
+        next_s = time.monotonic()
+        while not self._stop.is_set():
+            try:
+                self.controller.tick()
+            except Exception as exc:  # noqa: BLE001 - the loop survives; latch the e-stop and say why
+                self.errors += 1
+                self.controller.estop(f"control tick raised {exc!r}")
+                LOG.exception("UR5e control tick failed (%d so far)", self.errors)
+            next_s += period
+            delay = next_s - time.monotonic()
+            if delay < 0:
+                self.overruns += 1
+                next_s = time.monotonic()
+            else:
+                self._stop.wait(delay)
