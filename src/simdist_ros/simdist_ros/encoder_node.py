@@ -124,6 +124,7 @@ class EncoderNode(Node):
         self._lock = threading.Lock()
         self.counts: dict[str, int] = {"latents": 0}
         self._last_skip = ""
+        self._last_skip_kind = ""
         self._input_age_s = float("nan")
 
         tick_group, io_group = MutuallyExclusiveCallbackGroup(), MutuallyExclusiveCallbackGroup()
@@ -182,7 +183,7 @@ class EncoderNode(Node):
             return
         self._latent_pub.publish(msgs.make_latent({"z": z, "context": context}, obs_t_ns))
         self.counts["latents"] += 1
-        self._last_skip = ""
+        self._last_skip, self._last_skip_kind = "", ""
         self.stats.stop()
 
     def _observation(self, now_ns: int) -> tuple[dict[str, np.ndarray], int]:
@@ -214,8 +215,12 @@ class EncoderNode(Node):
     def _skip_log(self, counter: str, reason: str) -> None:
         with self._lock:
             self.counts[counter] = self.counts.get(counter, 0) + 1
-        self._last_skip = reason
-        self.get_logger().warning(f"no latent this tick: {reason}", throttle_duration_sec=1.0)
+        kind = f"{counter}:{reason[:40]}"
+        if kind != self._last_skip_kind:  # a new kind of problem is logged at once, repeats throttled
+            self.get_logger().warning(f"no latent this tick: {reason}")
+        else:
+            self.get_logger().warning(f"no latent this tick: {reason}", throttle_duration_sec=1.0)
+        self._last_skip, self._last_skip_kind = reason, kind
 
     # ---- diagnostics -------------------------------------------------------------------------------
     def _publish_diagnostics(self) -> None:

@@ -1,0 +1,103 @@
+"""The encoder node in its own process, fed by the test acting as the Go2 driver.
+
+Valid sensor sets give latents (z + context) stamped with the observation time; NaN, mis-shaped and
+late inputs are dropped with a diagnostic, and no latent ever carries the stamp of a bad sample.
+"""
+
+import numpy as np
+import pytest
+from diagnostic_msgs.msg import DiagnosticArray
+from node_harness import NodeProcess, Observer, diag_values, every, tiny_world_model, unique_namespace
+from simdist_core.checkpoint import save_checkpoint
+from simdist_core.sim.go2_constants import DEFAULT_POSE_RAD, JOINT_NAMES
+from simdist_ros.sensors import sensors_to_messages
+from std_msgs.msg import Float32MultiArray
+
+from simdist_ros import msgs, qos, topics
+
+HZ = 20.0
+
+
+def _sensors(rng):
+    return {
+        "joint_pos": DEFAULT_POSE_RAD + rng.normal(0, 0.05, 12),
+        "joint_vel": rng.normal(0, 0.1, 12),
+        "joint_torque": np.zeros(12),
+        "imu_quat": np.array([1.0, 0.0, 0.0, 0.0]),
+        "imu_gyro": rng.normal(0, 0.1, 3),
+        "imu_acc": np.array([0.0, 0.0, 9.81]),
+        "base_lin_vel": np.array([0.3, 0.0, 0.0]),
+        "base_pos": np.array([0.0, 0.0, 0.27]),
+        "foot_contact_forces": np.zeros(4),
+        "height_map": np.full((21, 15), -0.27, np.float32),
+    }
+
+
+def _int(store, key):
+    return int(diag_values(store, "encoder").get(key, "0"))
+
+
+@pytest.mark.timeout(240)
+def test_encoder_node_publishes_latents_and_drops_bad_input(tmp_path):
+    save_checkpoint(tmp_path / "ckpt", tiny_world_model("go2"), version=7)
+    ns = unique_namespace("encoder")
+    params = {"checkpoint": str(tmp_path / "ckpt"), "control_hz": HZ, "diagnostics_period_s": 0.25}
+    node = NodeProcess("encoder_node", params, "encoder", ns)
+    obs = Observer(ns)
+    rng = np.random.default_rng(0)
+    try:
+        latents = obs.collect(Float32MultiArray, topics.LATENT, qos.LATENT(HZ))
+        diags = obs.collect(DiagnosticArray, topics.DIAGNOSTICS, qos.RELIABLE)
+        pubs = {key: obs.publisher(type(m), topics.CAMERA_IMAGE if key == "camera" else getattr(topics, key.upper()),
+                                   qos.SENSOR)
+                for key, m in sensors_to_messages("go2", _sensors(rng), JOINT_NAMES, 0).items()}  # fmt: skip
+        sent_stamps: set[int] = set()
+        bad_stamps: set[int] = set()
+        mode = {"kind": "good"}
+
+        def drive():
+            t_ns = obs.node.get_clock().now().nanoseconds
+            sensors = _sensors(rng)
+            if mode["kind"] == "nan":
+                sensors["joint_vel"][3] = np.nan
+            out = sensors_to_messages("go2", sensors, JOINT_NAMES, t_ns)
+            if mode["kind"] == "shape":
+                out["height_map"] = msgs.make_height_map(np.zeros((20, 15), np.float32), t_ns)
+            (bad_stamps if mode["kind"] != "good" else sent_stamps).add(t_ns)
+            for key, msg in out.items():
+                pubs[key].publish(msg)
+
+        feed = every(1.0 / HZ, drive)
+
+        # Waiting for input is reported, not an error that kills the node.
+        assert obs.spin_until(lambda: _int(diags, "waiting_for_input") > 0 or not node.alive(), 120.0), node.log()
+        # 1. Valid input: latents with z (D,), context (S, W) and the observation stamp of a sample we sent.
+        assert obs.spin_until(lambda: len(latents) >= 10, 60.0, on_spin=feed), node.log()[-3000:]
+        blocks, t_ns = msgs.latent_to_arrays(latents[-1], {"z": (16,), "context": (51, 16)})
+        assert t_ns in sent_stamps
+        assert np.all(np.isfinite(blocks["z"])) and np.any(blocks["context"] != 0.0)
+        assert diag_values(diags, "encoder")["model_version"] == "7"
+
+        # 2. NaN joint velocities, then 3. a 20x15 height map: dropped, counted, never encoded.
+        for kind in ("nan", "shape"):
+            before = _int(diags, "bad_input")
+            mode["kind"] = kind
+            assert obs.spin_until(lambda b=before: _int(diags, "bad_input") >= b + 5, 60.0, on_spin=feed)
+        mode["kind"] = "good"
+        n_latents = len(latents)
+        assert obs.spin_until(lambda: len(latents) >= n_latents + 5, 60.0, on_spin=feed)
+        published = {msgs.latent_to_arrays(m)[1] for m in latents}
+        assert not published & bad_stamps, "a latent was published from bad input"
+        log = node.log()
+        assert "non-finite" in log and "expected 21x15" in log
+
+        # 4. Input stops: ticks are skipped as late input, no new latents.
+        before = _int(diags, "late_input")
+        assert obs.spin_until(lambda: _int(diags, "late_input") > before + 3, 30.0)
+        n_latents = len(latents)
+        obs.spin_for(0.5)
+        assert len(latents) == n_latents, "no latent may be published without fresh input"
+    finally:
+        obs.close()
+        rc = node.stop()
+    assert rc == 0, f"encoder_node did not exit cleanly (rc={rc}):\n{node.log()[-3000:]}"
