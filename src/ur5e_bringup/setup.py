@@ -23,5 +23,8 @@ setup(
     maintainer_email="maintainers@simdist.dev",
     description="ur5e bringup for SimDist",
     license="Apache-2.0",
-    entry_points={"console_scripts": []},
+    entry_points={"console_scripts": [
+        "ur5e_driver_node = ur5e_bringup.ur5e_driver_node:main",
+        "camera_node = ur5e_bringup.camera_node:main",
+    ]},
 )

@@ -1,0 +1,195 @@
+"""UR5e driver node: the simulated robot's topics over ur_rtde servoJ (or the MuJoCo arm for tests/sim).
+
+Graph role (topics relative, see ``simdist_ros.topics``):
+    in   ``joint_command`` (Float64MultiArray, normalised (dx, dy, dz, dyaw), qos.command), ``estop`` (Bool)
+    out  ``joint_states`` (UR joint order = MuJoCo order), ``wrench`` (WrenchStamped, TCP force in the base
+         frame), ``executed_command`` (the action applied; zeros while holding or stopped), ``/diagnostics``
+    srv  ``estop``, ``reset_estop`` (std_srvs/Trigger)
+
+The 500 Hz servo loop (``ur5e_control.ArmLoop``) runs in its own thread; callbacks only hand it actions.
+The camera is a separate node (``camera_node``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import WrenchStamped
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from simdist_core.robots import UR5E
+from simdist_core.sim.ur5e_constants import ARM_JOINTS
+from simdist_ros.params import P, declare_table
+from std_msgs.msg import Bool, Float64MultiArray
+from std_srvs.srv import Trigger
+
+from simdist_ros import msgs, qos, topics
+from ur5e_bringup.backend import ArmBackend, RtdeBackend
+from ur5e_bringup.ur5e_control import ArmControlConfig, ArmLoop, ArmMode, Ur5eController
+
+BACKENDS = ("rtde", "mujoco")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Ur5eDriverParams:
+    """Runtime settings of the UR5e driver (names match the parameter rows)."""
+
+    backend: str
+    robot_ip: str
+    rtde_frequency_hz: float
+    connect_timeout_s: float
+    control_hz: float
+    publish_hz: float
+    hold_timeout_s: float
+    stop_timeout_s: float
+    max_joint_speed_rad_s: float
+    max_joint_accel_rad_s2: float
+    servo_lookahead_s: float
+    servo_gain: float
+    frame_id: str
+
+    def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend=!r}")
+        if self.backend == "rtde" and not self.robot_ip:
+            raise ValueError("backend 'rtde' needs robot_ip (e.g. -p robot_ip:=192.168.1.10)")
+
+
+_D = ArmControlConfig()
+ROWS = (
+    P("backend", "rtde", "Arm backend: rtde (real UR) or mujoco (simulated arm)", read_only=True),
+    P("robot_ip", "", "UR controller IP (backend rtde)", read_only=True),
+    P("rtde_frequency_hz", 500.0, "RTDE rate (500 on e-Series)", lo=10.0, hi=500.0, read_only=True),
+    P("connect_timeout_s", 2.0, "Bound on each connection check", lo=0.1, hi=60.0, read_only=True),
+    P("control_hz", _D.control_hz, "servoJ rate in Hz", lo=50.0, hi=500.0, read_only=True),
+    P("publish_hz", 50.0, "Sensor topic rate in Hz", lo=1.0, hi=500.0, read_only=True),
+    P("hold_timeout_s", _D.hold_timeout_s, "Command age -> hold the TCP target", lo=0.01, hi=5.0, read_only=True),
+    P("stop_timeout_s", _D.stop_timeout_s, "Command age -> stop the arm", lo=0.02, hi=10.0, read_only=True),
+    P("max_joint_speed_rad_s", _D.max_joint_speed_rad_s, "Joint speed limit", lo=0.01, hi=3.14, read_only=True),
+    P("max_joint_accel_rad_s2", _D.max_joint_accel_rad_s2, "Joint accel limit", lo=0.1, hi=40.0, read_only=True),
+    P("servo_lookahead_s", _D.servo_lookahead_s, "servoJ lookahead", lo=0.03, hi=0.2, read_only=True),
+    P("servo_gain", _D.servo_gain, "servoJ gain", lo=100.0, hi=2000.0, read_only=True),
+    P("frame_id", "base", "Frame of the wrench", read_only=True),
+)
+
+
+def make_backend(p: Ur5eDriverParams) -> ArmBackend:
+    """The backend named by the parameters (MuJoCo is imported only when asked for)."""
+    if p.backend == "mujoco":
+        from ur5e_bringup.mujoco_backend import MujocoBackend
+
+        return MujocoBackend()
+    return RtdeBackend(p.robot_ip, p.rtde_frequency_hz)
+
+
+class Ur5eDriverNode(Node):
+    """Adapter between ROS and ``Ur5eController``."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__("ur5e_driver", **kwargs)
+        self.params = p = declare_table(self, ROWS, Ur5eDriverParams)
+        self.backend = make_backend(p)
+        self.get_logger().info(f"connecting to the arm (backend {p.backend} {p.robot_ip})")
+        self.backend.connect(p.connect_timeout_s)
+        self.controller = Ur5eController(
+            ArmControlConfig(control_hz=p.control_hz, hold_timeout_s=p.hold_timeout_s,
+                             stop_timeout_s=p.stop_timeout_s, max_joint_speed_rad_s=p.max_joint_speed_rad_s,
+                             max_joint_accel_rad_s2=p.max_joint_accel_rad_s2,
+                             servo_lookahead_s=p.servo_lookahead_s, servo_gain=p.servo_gain),
+            self.backend)
+        self.controller.tick()  # first state before any command arrives
+        self.loop = ArmLoop(self.controller)
+        self.bad_commands = 0
+        inputs, outputs = MutuallyExclusiveCallbackGroup(), MutuallyExclusiveCallbackGroup()
+        self.create_subscription(Float64MultiArray, topics.COMMAND, self._on_command, qos.command(UR5E.control_hz),
+                                 callback_group=inputs)
+        self.create_subscription(Bool, topics.ESTOP, self._on_estop, 10, callback_group=inputs)
+        self.create_service(Trigger, "estop", self._srv_estop, callback_group=inputs)
+        self.create_service(Trigger, "reset_estop", self._srv_reset, callback_group=inputs)
+        self._joint_pub = self.create_publisher(JointState, topics.JOINT_STATES, qos.SENSOR)
+        self._wrench_pub = self.create_publisher(WrenchStamped, topics.WRENCH, qos.SENSOR)
+        self._exec_pub = self.create_publisher(Float64MultiArray, topics.EXECUTED_COMMAND,
+                                               qos.command(UR5E.control_hz))
+        self._diag_pub = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, qos.RELIABLE)
+        self.create_timer(1.0 / p.publish_hz, self._publish, callback_group=outputs)
+        self.create_timer(1.0, self._diagnostics, callback_group=outputs)
+        self.loop.start()
+
+    def _on_command(self, msg: Float64MultiArray) -> None:
+        try:
+            if not self.controller.set_action(msgs.command_to_array(msg, UR5E.action_dim)):
+                self.get_logger().warning(f"joint_command ignored in mode {self.controller.mode.value}",
+                                          throttle_duration_sec=1.0)
+        except ValueError as exc:
+            self.bad_commands += 1
+            self.get_logger().error(f"bad joint_command dropped ({self.bad_commands} so far): {exc}",
+                                    throttle_duration_sec=1.0)
+
+    def _on_estop(self, msg: Bool) -> None:
+        if msg.data:
+            self.controller.estop("estop topic")
+
+    def _srv_estop(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        self.controller.estop("estop service")
+        response.success, response.message = True, "e-stop latched: arm stopped until reset_estop"
+        return response
+
+    def _srv_reset(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        response.success = self.controller.reset()
+        response.message = ("e-stop cleared" if response.success
+                            else "refused: the controller still reports a protective stop (clear it on the pendant)")
+        return response
+
+    def _publish(self) -> None:
+        state = self.controller.state
+        if state is None:
+            return
+        t_ns = self.get_clock().now().nanoseconds
+        self._joint_pub.publish(msgs.make_joint_state(ARM_JOINTS, state.q_rad, state.dq_rad_s, [0.0] * 6, t_ns))
+        self._wrench_pub.publish(msgs.make_wrench(state.wrench[:3], state.wrench[3:], t_ns, self.params.frame_id))
+        self._exec_pub.publish(msgs.make_float64_array(self.controller.executed_action))
+
+    def _diagnostics(self) -> None:
+        c = self.controller
+        level = "error" if c.mode in (ArmMode.ESTOP, ArmMode.PROTECTIVE_STOP) else (
+            "warn" if c.mode in (ArmMode.HOLD, ArmMode.STOPPED) else "ok")
+        values = {"mode": c.mode.value, "estop_reason": c.estop_reason or "", "ticks": c.ticks,
+                  "loop_errors": self.loop.errors, "loop_overruns": self.loop.overruns,
+                  "ignored_commands": c.ignored_commands, "bad_commands": self.bad_commands,
+                  "servo_refusals": c.servo_refusals, **{f"clamped_{k}": v for k, v in c.clamp_counts.items()}}
+        status = msgs.make_status("ur5e_driver", level, c.estop_reason or c.mode.value, values, hardware_id="ur5e")
+        self._diag_pub.publish(msgs.make_diagnostics([status], self.get_clock().now().nanoseconds))
+
+    def close(self) -> None:
+        """Stop the servo loop, stop the arm and release the link."""
+        self.loop.stop()
+        self.backend.close()
+
+
+def main(args: list[str] | None = None) -> int:
+    """Entry point ``ur5e_driver_node`` (``--ros-args -p robot_ip:=192.168.1.10``)."""
+    with rclpy.init(args=args):
+        try:
+            node = Ur5eDriverNode()
+        except Exception as exc:  # noqa: BLE001 - process boundary: say why the driver cannot start
+            rclpy.logging.get_logger("ur5e_driver").fatal(f"UR5e driver failed to start: {exc}")
+            return 1
+        executor = MultiThreadedExecutor(num_threads=2)
+        executor.add_node(node)
+        try:
+            executor.spin()
+        except (KeyboardInterrupt, ExternalShutdownException):
+            pass
+        finally:
+            node.close()
+            executor.shutdown()
+            node.destroy_node()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,87 @@
+"""The UR5e driver node in a real rclpy graph with the MuJoCo arm backend: commands, state, e-stop."""
+
+import threading
+import time
+
+import numpy as np
+import pytest
+import rclpy
+from geometry_msgs.msg import WrenchStamped
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.parameter import Parameter
+from sensor_msgs.msg import JointState
+from simdist_core.sim.ur5e_constants import ARM_JOINTS
+from std_msgs.msg import Bool, Float64MultiArray
+from std_srvs.srv import Trigger
+from ur5e_bringup.ur5e_control import ArmMode
+from ur5e_bringup.ur5e_driver_node import Ur5eDriverNode
+
+from simdist_ros import msgs, qos, topics
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def _wait(predicate, timeout_s=30.0):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.01)
+    return predicate()
+
+
+def test_rtde_backend_without_ip_is_a_clear_parameter_error():
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        with pytest.raises(ValueError, match="robot_ip"):
+            Ur5eDriverNode(context=context)
+    finally:
+        rclpy.shutdown(context=context)
+
+
+def test_driver_node_with_the_mujoco_arm():
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    driver = Ur5eDriverNode(context=context, parameter_overrides=[Parameter("backend", value="mujoco"),
+                                                                  Parameter("control_hz", value=250.0)])
+    peer = rclpy.create_node("peer", context=context)
+    executor = MultiThreadedExecutor(num_threads=2, context=context)
+    executor.add_node(driver)
+    executor.add_node(peer)
+    thread = threading.Thread(target=executor.spin, daemon=True)
+    thread.start()
+    try:
+        joints, wrenches, executed = [], [], []
+        peer.create_subscription(JointState, topics.JOINT_STATES, joints.append, qos.SENSOR)
+        peer.create_subscription(WrenchStamped, topics.WRENCH, wrenches.append, qos.SENSOR)
+        peer.create_subscription(Float64MultiArray, topics.EXECUTED_COMMAND, lambda m: executed.append(m.data),
+                                 qos.command(20.0))
+        cmd_pub = peer.create_publisher(Float64MultiArray, topics.COMMAND, qos.command(20.0))
+        estop_pub = peer.create_publisher(Bool, topics.ESTOP, 10)
+        assert _wait(lambda: len(joints) >= 3 and len(wrenches) >= 3)
+        q0, _, _ = msgs.joint_state_to_arrays(joints[-1], ARM_JOINTS)
+        action = [0.0, 0.0, 1.0, 0.0]  # up
+        for _ in range(40):
+            cmd_pub.publish(Float64MultiArray(data=action))
+            time.sleep(0.05)
+        assert any(np.allclose(e, action) for e in executed)
+        q1, _, _ = msgs.joint_state_to_arrays(joints[-1], ARM_JOINTS)
+        assert np.max(np.abs(q1 - q0)) > 0.01, "the arm moved under the commands"
+
+        estop_pub.publish(Bool(data=True))
+        assert _wait(lambda: driver.controller.mode is ArmMode.ESTOP)
+        cmd_pub.publish(Float64MultiArray(data=action))
+        assert _wait(lambda: driver.controller.ignored_commands >= 1)
+        client = peer.create_client(Trigger, "reset_estop")
+        assert client.wait_for_service(timeout_sec=10.0)
+        future = client.call_async(Trigger.Request())
+        assert _wait(future.done) and future.result().success
+        assert _wait(lambda: driver.controller.mode is ArmMode.IDLE)
+    finally:
+        driver.close()
+        executor.shutdown()
+        thread.join(timeout=10)
+        driver.destroy_node()
+        peer.destroy_node()
+        rclpy.shutdown(context=context)
