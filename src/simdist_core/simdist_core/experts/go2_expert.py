@@ -241,8 +241,11 @@ def measure_expert(
 
     Each episode lasts ``seconds`` of simulated time or until a fall. Returns the mean
     ``forward_progress_m`` per episode, ``falls_per_min`` (falls per simulated minute), ``speed_m_s``
-    (total progress / total time), ``foot_slip_m_per_s`` and ``sim_seconds``.
+    (total progress / total time), ``foot_slip_m_per_s``, ``sim_seconds`` and ``transitions_per_s``
+    (wall clock, expert + env step incl. height map; depends on machine load).
     """
+    import time
+
     from simdist_core.sim.base import make_env
 
     if seconds <= 0 or episodes < 1:
@@ -251,6 +254,7 @@ def measure_expert(
     env = make_env(task, overrides)
     rng = np.random.default_rng(seed)
     progress, falls, total_s, slip = [], 0, 0.0, 0.0
+    start = time.perf_counter()
     for episode in range(episodes):
         env.reset(seed=seed + episode)
         expert = make_go2_expert(env, skill, rng)
@@ -269,4 +273,5 @@ def measure_expert(
         "speed_m_s": float(np.sum(progress)) / total_s,
         "foot_slip_m_per_s": slip / total_s,
         "sim_seconds": total_s,
+        "transitions_per_s": total_s * env.spec.control_hz / (time.perf_counter() - start),
     }

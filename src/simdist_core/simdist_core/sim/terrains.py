@@ -53,8 +53,8 @@ class TerrainConfig:
     """Peak height of the rough terrain's bumps (heights lie in [-amp, +amp])."""
     rough_wavelength_m: float = 0.8
     """Shortest wavelength of the rough terrain's random sinusoids."""
-    rough_size_m: float = 24.0
-    """Side length of the square rough patch (centred on the origin)."""
+    rough_size_m: float = 44.0
+    """Side length of the square rough patch (centred on the origin): 20 s at 1 m/s stays on it."""
     rough_grid_m: float = 0.1
     """Height-field grid spacing; 0.1 m halves foot-terrain contacts vs 0.05 m (~1.4x faster physics)."""
     foam_stiffness: float = 100.0
