@@ -1,0 +1,277 @@
+"""Versioned world-model checkpoints: ``NAME/model.safetensors`` + ``NAME/manifest.json``.
+
+Saving is atomic (temp dir beside the target, fsync files and dir, rename) and never overwrites.
+Loading verifies everything before a model is built: manifest schema and format version, the
+weights file's sha256, every tensor's name/shape/dtype against the config, finiteness, and a
+sha256 per part (so a planner can check that a dynamics-only update left the encoder untouched).
+Nothing is unpickled: weights are safetensors, metadata is JSON.
+
+CLI: ``simdist checkpoint verify PATH`` / ``simdist checkpoint show PATH``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load as load_safetensors
+from safetensors.torch import save as save_safetensors
+
+from simdist_core.config import from_dict, to_dict
+from simdist_core.models.world_model import PART_NAMES, WorldModel, WorldModelConfig
+from simdist_core.planning.mppi import PlannerConfig
+from simdist_core.robots import get_robot
+
+FORMAT_VERSION = 1
+WEIGHTS_FILE = "model.safetensors"
+MANIFEST_FILE = "manifest.json"
+_MAX_MANIFEST_BYTES = 1 << 20
+
+
+class CheckpointRejected(Exception):  # noqa: N818 (the name the project's contract uses)
+    """A checkpoint failed verification; the running model should be kept."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"checkpoint rejected: {reason} (keep the current model; re-export or re-save the checkpoint)")
+        self.reason = reason
+
+
+@dataclass(frozen=True, kw_only=True)
+class Manifest:
+    """What ``manifest.json`` holds."""
+
+    format_version: int
+    """Layout version of the checkpoint directory (``FORMAT_VERSION``)."""
+    robot: str
+    """``RobotSpec.name`` the model was built for."""
+    model_config: dict[str, Any]
+    """``to_dict(WorldModelConfig)``."""
+    parts: dict[str, str]
+    """sha256 of each part's tensors (names, dtypes, shapes, bytes)."""
+    weights_sha256: str
+    """sha256 of ``model.safetensors``."""
+    version: int
+    """Monotonic model version."""
+    parent_version: int | None = None
+    """Version this one was finetuned from."""
+    parts_changed: tuple[str, ...] = PART_NAMES
+    """Parts whose weights differ from the parent."""
+    planner_config: dict[str, Any] | None = None
+    """``to_dict(PlannerConfig)`` to deploy with, if any."""
+    created_at: str = ""
+    """ISO-8601 UTC time of saving."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Free-form metrics and provenance (JSON)."""
+
+    def to_json(self) -> str:
+        """The manifest as indented JSON."""
+        return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
+
+
+def part_hashes(state: dict[str, torch.Tensor]) -> dict[str, str]:
+    """sha256 per part of a state dict (keys ``<part>.<name>``); raises ValueError for keys outside the parts."""
+    digests = {name: hashlib.sha256() for name in PART_NAMES}
+    for key in sorted(state):
+        part = key.split(".", 1)[0]
+        if part not in digests:
+            raise ValueError(f"state key {key!r} belongs to no part; parts: {list(PART_NAMES)}")
+        tensor = state[key].detach().to("cpu").contiguous()
+        header = f"{key}|{tensor.dtype}|{tuple(tensor.shape)}|".encode()
+        digests[part].update(header)
+        digests[part].update(tensor.view(-1).view(torch.uint8).numpy().tobytes())
+    return {name: digest.hexdigest() for name, digest in digests.items()}
+
+
+def _fsync_path(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def save_checkpoint(
+    path: str | Path,
+    model: WorldModel,
+    *,
+    version: int,
+    parent_version: int | None = None,
+    parts_changed: tuple[str, ...] = PART_NAMES,
+    planner_config: PlannerConfig | None = None,
+    extra: dict[str, Any] | None = None,
+) -> Manifest:
+    """Write ``model`` as the checkpoint directory ``path`` atomically.
+
+    Raises:
+        FileExistsError: ``path`` already exists (checkpoints are never overwritten).
+        ValueError: unknown part names, or non-finite weights.
+    """
+    path = Path(path)
+    if path.exists():
+        raise FileExistsError(f"checkpoint {path} already exists; checkpoints are never overwritten, pick a new name")
+    unknown = set(parts_changed) - set(PART_NAMES)
+    if unknown:
+        raise ValueError(f"parts_changed has unknown parts {sorted(unknown)}; valid: {list(PART_NAMES)}")
+    state = {k: v.detach().to("cpu").contiguous().clone() for k, v in model.state_dict().items()}
+    bad = [k for k, v in state.items() if v.is_floating_point() and not torch.isfinite(v).all()]
+    if bad:
+        raise ValueError(f"refusing to save non-finite weights in {bad[:5]}")
+    blob = save_safetensors(state, metadata={"format": "pt"})
+    manifest = Manifest(
+        format_version=FORMAT_VERSION,
+        robot=model.spec.name,
+        model_config=to_dict(model.cfg),
+        parts=part_hashes(state),
+        weights_sha256=hashlib.sha256(blob).hexdigest(),
+        version=int(version),
+        parent_version=parent_version,
+        parts_changed=tuple(parts_changed),
+        planner_config=to_dict(planner_config) if planner_config is not None else None,
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        extra=json.loads(json.dumps(extra or {})),  # fails early on non-JSON extras
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir()
+    try:
+        for name, data in ((WEIGHTS_FILE, blob), (MANIFEST_FILE, manifest.to_json().encode())):
+            with open(tmp / name, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+        _fsync_path(tmp)
+        if path.exists():  # lost a race with another writer
+            raise FileExistsError(f"checkpoint {path} appeared while saving; not overwriting it")
+        os.rename(tmp, path)
+        _fsync_path(path.parent)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return manifest
+
+
+def _read_manifest(path: Path) -> Manifest:
+    file = path / MANIFEST_FILE
+    if not path.is_dir():
+        raise CheckpointRejected(f"{path} is not a checkpoint directory")
+    if not file.is_file():
+        raise CheckpointRejected(f"{file} is missing")
+    if file.stat().st_size > _MAX_MANIFEST_BYTES:
+        raise CheckpointRejected(f"{file} is {file.stat().st_size} bytes, more than {_MAX_MANIFEST_BYTES}")
+    try:
+        data = json.loads(file.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise CheckpointRejected(f"{file} is not valid JSON ({e})") from None
+    if not isinstance(data, dict):
+        raise CheckpointRejected(f"{file} must hold a JSON object, got {type(data).__name__}")
+    if data.get("format_version") != FORMAT_VERSION:
+        raise CheckpointRejected(
+            f"format_version {data.get('format_version')!r} is not supported (this build reads {FORMAT_VERSION})"
+        )
+    try:
+        manifest = Manifest(**{**data, "parts_changed": tuple(data.get("parts_changed", PART_NAMES))})
+    except TypeError as e:
+        raise CheckpointRejected(f"{file} does not match the manifest schema: {e}") from None
+    checks = {
+        "robot": isinstance(manifest.robot, str),
+        "model_config": isinstance(manifest.model_config, dict),
+        "parts": isinstance(manifest.parts, dict) and set(manifest.parts) == set(PART_NAMES),
+        "weights_sha256": isinstance(manifest.weights_sha256, str),
+        "version": isinstance(manifest.version, int),
+        "parent_version": manifest.parent_version is None or isinstance(manifest.parent_version, int),
+        "parts_changed": set(manifest.parts_changed) <= set(PART_NAMES),
+    }
+    bad = [name for name, ok in checks.items() if not ok]
+    if bad:
+        raise CheckpointRejected(f"{file}: invalid field(s) {bad}")
+    return manifest
+
+
+def _check_tensors(state: dict[str, torch.Tensor], expected: dict[str, torch.Tensor]) -> None:
+    missing, unexpected = sorted(set(expected) - set(state)), sorted(set(state) - set(expected))
+    if missing or unexpected:
+        raise CheckpointRejected(
+            f"tensor names differ from the config: missing {missing[:5]}, unexpected {unexpected[:5]}"
+        )
+    for key, ref in expected.items():
+        got = state[key]
+        if got.shape != ref.shape or got.dtype != ref.dtype:
+            raise CheckpointRejected(
+                f"tensor {key!r} is {got.dtype} {tuple(got.shape)}, the config needs {ref.dtype} {tuple(ref.shape)}"
+            )
+        if got.is_floating_point() and not torch.isfinite(got).all():
+            raise CheckpointRejected(f"tensor {key!r} contains NaN or inf")
+
+
+def load_checkpoint(path: str | Path, device: torch.device | str = "cpu") -> tuple[WorldModel, Manifest]:
+    """Verify and load a checkpoint directory; the model is returned in eval mode on ``device``.
+
+    Raises:
+        CheckpointRejected: missing, corrupt, truncated, mismatched or incompatible checkpoint.
+    """
+    path = Path(path)
+    manifest = _read_manifest(path)
+    try:
+        spec = get_robot(manifest.robot)
+        cfg = from_dict(WorldModelConfig, manifest.model_config)
+        if manifest.planner_config is not None:
+            from_dict(PlannerConfig, manifest.planner_config)
+    except (KeyError, ValueError, TypeError) as e:
+        raise CheckpointRejected(f"incompatible manifest: {e}") from None
+    weights = path / WEIGHTS_FILE
+    if not weights.is_file():
+        raise CheckpointRejected(f"{weights} is missing")
+    blob = weights.read_bytes()
+    digest = hashlib.sha256(blob).hexdigest()
+    if digest != manifest.weights_sha256:
+        raise CheckpointRejected(f"{weights} sha256 {digest[:12]}… != manifest {manifest.weights_sha256[:12]}…")
+    try:
+        state = load_safetensors(blob)
+    except SafetensorError as e:
+        raise CheckpointRejected(f"{weights} is not a readable safetensors file ({type(e).__name__}: {e})") from None
+    model = WorldModel(spec, cfg)
+    _check_tensors(state, model.state_dict())
+    hashes = part_hashes(state)
+    changed = [name for name in PART_NAMES if hashes[name] != manifest.parts[name]]
+    if changed:
+        raise CheckpointRejected(f"part sha256 mismatch for {changed}")
+    model.load_state_dict(state, strict=True)
+    return model.to(device).eval(), manifest
+
+
+def verify_checkpoint(path: str | Path) -> Manifest:
+    """Full verification (as ``load_checkpoint``, on CPU); safe to run off the control thread.
+
+    Raises:
+        CheckpointRejected: see ``load_checkpoint``.
+    """
+    return load_checkpoint(path, "cpu")[1]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``simdist checkpoint verify PATH`` (exit 1 if rejected) or ``simdist checkpoint show PATH``."""
+    parser = argparse.ArgumentParser(prog="simdist checkpoint", description="inspect / verify a checkpoint")
+    parser.add_argument("action", choices=("verify", "show"))
+    parser.add_argument("path", type=Path)
+    args = parser.parse_args(argv)
+    try:
+        manifest = verify_checkpoint(args.path)
+    except CheckpointRejected as e:
+        print(f"REJECTED {args.path}: {e.reason}")
+        return 1
+    if args.action == "show":
+        print(manifest.to_json())
+    else:
+        print(f"OK {args.path}: robot {manifest.robot}, version {manifest.version}, sha256 {manifest.weights_sha256}")
+    return 0

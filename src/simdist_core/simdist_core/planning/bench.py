@@ -1,0 +1,148 @@
+"""``simdist bench planner``: planner tick latency and dynamics rollout cost (table + JSON).
+
+Uses a RANDOMLY INITIALISED world model of the real (reference) size: latency depends on sizes,
+not on trained weights. Not a test: numbers depend on the machine and its load, which are recorded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from simdist_core.models.world_model import Latent, WorldModel, WorldModelConfig
+from simdist_core.planning.mppi import PRESETS, MPPIPlanner
+from simdist_core.robots import ROBOTS, RobotSpec
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def random_model_input(spec: RobotSpec, batch: int = 1, seed: int = 0) -> dict[str, torch.Tensor]:
+    """A random model-input batch in the layout of ``simdist_core.robots`` (for benchmarks and tests)."""
+    g = torch.Generator().manual_seed(seed)
+    obs = {
+        "proprio": torch.randn(batch, spec.history, spec.proprio_dim, generator=g),
+        "prev_actions": torch.rand(batch, spec.history, spec.action_dim, generator=g) * 2 - 1,
+    }
+    if spec.command_dim:
+        obs["command"] = torch.randn(batch, spec.command_dim, generator=g)
+    if spec.height_map_shape:
+        obs["height_map"] = torch.randn(batch, *spec.height_map_shape, generator=g) * 0.05
+    if spec.image_shape:
+        obs["image"] = torch.randint(0, 256, (batch, 3, *spec.image_shape), generator=g, dtype=torch.uint8)
+    return obs
+
+
+def _time_ms(fn: Callable[[], object], device: torch.device, repeats: int) -> list[float]:
+    """Wall-clock milliseconds of ``repeats`` calls (CUDA-synchronised)."""
+    out = []
+    for _ in range(repeats):
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        start = time.perf_counter()
+        fn()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        out.append((time.perf_counter() - start) * 1e3)
+    return out
+
+
+def run_bench(preset: str, device: str, ticks: int, robot: str, warmup: int = 5) -> dict[str, object]:
+    """Measure planner ticks and one H-step rollout with both dynamics kinds; returns the JSON record."""
+    spec, dev, cfg = ROBOTS[robot], torch.device(device), PRESETS[preset]
+    torch.manual_seed(0)
+    model = WorldModel(spec, WorldModelConfig()).to(dev).eval()
+    planner = MPPIPlanner(model, cfg, device=dev, seed=0)
+    obs = {k: v.to(dev) for k, v in random_model_input(spec).items()}
+    with torch.inference_mode():
+        latent = model.encode(obs)
+        encode_ms = _time_ms(lambda: model.encode(obs), dev, 20)
+    for _ in range(warmup):
+        planner.plan_latent(latent)
+    tick_ms = np.array(_time_ms(lambda: planner.plan_latent(latent), dev, ticks))
+
+    # One H-step rollout of the same candidate batch, multi-step transformer vs autoregressive MLP.
+    n = cfg.num_samples + cfg.num_pi_samples
+    actions = torch.rand(n, cfg.horizon, spec.action_dim, device=dev) * 2 - 1
+    mlp_model = WorldModel(spec, WorldModelConfig(dynamics="mlp")).to(dev).eval()
+    expanded = Latent(latent.z.expand(n, -1), latent.context.expand(n, -1, -1))
+    rollout: dict[str, float] = {}
+    with torch.inference_mode():
+        for name, fn in (
+            ("multistep_ms", lambda: model.predict(latent, actions)),
+            ("multistep_expanded_context_ms", lambda: model.predict(expanded, actions)),
+            ("autoregressive_ms", lambda: mlp_model.predict(latent, actions)),
+        ):
+            fn()
+            rollout[name] = float(np.median(_time_ms(fn, dev, 20)))
+    return {
+        "preset": preset,
+        "robot": robot,
+        "device": str(dev),
+        "horizon": cfg.horizon,
+        "samples": cfg.num_samples,
+        "pi_samples": cfg.num_pi_samples,
+        "iterations": cfg.iterations,
+        "rollouts_per_tick": n * cfg.iterations,
+        "ticks": ticks,
+        "p50_ms": float(np.percentile(tick_ms, 50)),
+        "p99_ms": float(np.percentile(tick_ms, 99)),
+        "max_ms": float(tick_ms.max()),
+        "encode_ms": float(np.median(encode_ms)),
+        **rollout,
+        "rollout_batch": n,
+        "torch_threads": torch.get_num_threads(),
+        "model_parameters": model.num_parameters()["total"],
+        "model_weights": "random init (latency depends on sizes, not weights)",
+        "machine": {
+            "cpu": _cpu_model(),
+            "cores": os.cpu_count(),
+            "load_avg_1m": os.getloadavg()[0],
+            "cuda": torch.cuda.get_device_name(dev) if dev.type == "cuda" else None,
+            "torch": torch.__version__,
+        },
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``simdist bench planner --preset cpu --device cpu --json out.json [--ticks N] [--robot go2]``."""
+    parser = argparse.ArgumentParser(prog="simdist bench planner", description=__doc__)
+    parser.add_argument("--preset", choices=sorted(PRESETS), default="cpu")
+    parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    parser.add_argument("--json", type=Path, default=None, help="write the record here")
+    parser.add_argument("--ticks", type=int, default=200)
+    parser.add_argument("--robot", choices=sorted(ROBOTS), default="go2")
+    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (the planner node uses 1)")
+    args = parser.parse_args(argv)
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        parser.error(f"--device {args.device}: CUDA is not available in this torch build ({torch.__version__})")
+    if args.ticks < 1:
+        parser.error(f"--ticks must be >= 1, got {args.ticks}")
+    torch.set_num_threads(args.threads)
+    record = run_bench(args.preset, args.device, args.ticks, args.robot)
+    print(f"planner benchmark ({record['model_weights']}, {record['model_parameters']:,} parameters)")
+    for key, value in record.items():
+        if not isinstance(value, dict) and key not in ("model_weights", "model_parameters"):
+            print(f"  {key:<30} {value:.2f}" if isinstance(value, float) else f"  {key:<30} {value}")
+    for key, value in record["machine"].items():  # type: ignore[union-attr]
+        print(f"  machine.{key:<22} {value}")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(record, indent=2) + "\n")
+        print(f"wrote {args.json}")
+    return 0

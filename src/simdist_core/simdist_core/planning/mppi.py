@@ -1,0 +1,250 @@
+"""MPPI planning in the latent space of a world model (TD-MPC2's ``_plan``, batch-first, multi-step).
+
+Every iteration rolls out all candidates at once through the dynamics (one forward pass for the
+transformer), scores them with discounted reward plus terminal value, and refits a Gaussian to the
+softmax-weighted elites. The first action of the final mean is executed; the whole mean, shifted
+by one step, warm-starts the next tick until ``reset()``.
+
+The planner only calls this interface of the model (``WorldModel`` has it; tests use an analytic
+stand-in): ``spec.action_dim``, ``spec.horizon``, ``encode(obs)``, ``predict(latent, actions)``,
+``reward(latent, zs, actions)``, ``value(latent, zs)``, ``pi(latent)``, ``decode_probe(z)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from simdist_core.models.world_model import Latent
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlannerConfig:
+    """MPPI settings; see ``PRESETS`` for the reference and CPU budgets."""
+
+    horizon: int = 25
+    """H: planned steps (<= the model's horizon)."""
+    num_samples: int = 450
+    """Gaussian candidates per iteration."""
+    num_pi_samples: int = 22
+    """Policy-prior candidates (rolled out once per tick, kept in every iteration's elite pool)."""
+    iterations: int = 8
+    """MPPI refits per tick."""
+    num_elites: int = 64
+    """Candidates the Gaussian is refitted to."""
+    temperature: float = 0.25
+    """Elite weights are softmax(temperature * (G - max G)), G = return in task units (TD-MPC2's convention:
+    a larger temperature is greedier)."""
+    max_std: float = 2.0
+    """Initial (and largest) sampling std per tick."""
+    min_std: float = 0.05
+    """Smallest sampling std after a refit."""
+    discount: float = 0.99
+    """Per-step discount of rewards and of the terminal value."""
+    pi_noise_std: float = 0.1
+    """Noise added to all but the first policy-prior candidate."""
+    terminal_value: bool = True
+    """Add discount**H * V(z_H) to each candidate's return."""
+
+    def __post_init__(self) -> None:
+        for name in ("horizon", "iterations", "num_elites"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {name}={getattr(self, name)}")
+        for name in ("num_samples", "num_pi_samples"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {name}={getattr(self, name)}")
+        if self.num_elites > self.num_samples + self.num_pi_samples:
+            raise ValueError(
+                f"num_elites must be <= num_samples + num_pi_samples, got {self.num_elites=}, "
+                f"{self.num_samples=}, {self.num_pi_samples=}"
+            )
+        if not self.temperature > 0:
+            raise ValueError(f"temperature must be > 0, got temperature={self.temperature}")
+        if not 0 < self.min_std <= self.max_std:
+            raise ValueError(f"need 0 < min_std <= max_std, got {self.min_std=}, {self.max_std=}")
+        if not 0 < self.discount <= 1:
+            raise ValueError(f"discount must be in (0, 1], got discount={self.discount}")
+        if self.pi_noise_std < 0:
+            raise ValueError(f"pi_noise_std must be >= 0, got pi_noise_std={self.pi_noise_std}")
+
+
+PRESETS: dict[str, PlannerConfig] = {
+    # The authors' Go2 budget: 472 candidates x 8 iterations = 3,776 rollouts per tick (GPU, 50 Hz).
+    "reference": PlannerConfig(),
+    # Measured on the project's 2-core AMD EPYC with the reference-size model (see planning/bench.py and
+    # the MODELS report): p99 <= 20 ms per tick with torch threads = 1..2. Policy-prior heavy.
+    # One iteration: the Gaussian samples search around the warm start (hence max_std 0.5: with std 2 and a
+    # single refit, clipped samples are mostly bang-bang), the policy prior supplies the rest.
+    "cpu": PlannerConfig(num_samples=32, num_pi_samples=8, iterations=1, num_elites=8, max_std=0.5),
+}
+
+
+def planner_preset(name: str, **overrides: object) -> PlannerConfig:
+    """A preset by name, optionally with field overrides.
+
+    Raises:
+        KeyError: unknown preset; the message lists the valid names.
+    """
+    try:
+        base = PRESETS[name]
+    except KeyError:
+        raise KeyError(f"unknown planner preset {name!r}; valid: {sorted(PRESETS)}") from None
+    return dataclasses.replace(base, **overrides)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    """One tick's plan; numpy arrays, safe to publish."""
+
+    action: np.ndarray
+    """(A,) float32 in [-1, 1]: the action to execute now (zeros = default pose/hold on fallback)."""
+    mean: np.ndarray
+    """(H, A) the final MPPI mean."""
+    latents: np.ndarray
+    """(H, D) predicted latents of the mean (zeros on fallback)."""
+    probe: np.ndarray
+    """(H, 3) decoded probe of those latents, for visualisation (zeros on fallback)."""
+    value: float
+    """Predicted return of the mean (task units); nan on fallback."""
+    fallback: str | None = None
+    """Why the safe action was used instead of a plan, or None."""
+    num_nonfinite: int = 0
+    """Candidates dropped because the model scored them non-finite."""
+
+
+class MPPIPlanner:
+    """Batched MPPI over a world model, device-agnostic, seeded, warm-started."""
+
+    def __init__(self, model: nn.Module, cfg: PlannerConfig | None = None, device: torch.device | str = "cpu",
+                 seed: int = 0) -> None:  # fmt: skip
+        self.cfg = cfg or PlannerConfig()
+        self.device = torch.device(device)
+        self.seed = seed
+        self.generator = torch.Generator(device=self.device).manual_seed(seed)
+        self.model = self._prepare(model)
+        self._discounts = self.cfg.discount ** torch.arange(self.cfg.horizon, device=self.device, dtype=torch.float32)
+        self._prev_mean: torch.Tensor | None = None
+
+    def _prepare(self, model: nn.Module) -> nn.Module:
+        if model.spec.horizon < self.cfg.horizon:
+            raise ValueError(f"planner horizon {self.cfg.horizon} exceeds the model's horizon {model.spec.horizon}")
+        return model.to(self.device).eval()
+
+    def reset(self) -> None:
+        """Forget the warm start (new episode, after a fallback, or after e-stop)."""
+        self._prev_mean = None
+
+    def swap_model(self, new_model: nn.Module) -> None:
+        """Replace the model between ticks (hot swap); keeps the warm start. Same robot layout required.
+
+        Raises:
+            ValueError: the new model's action dimension or horizon does not fit this planner.
+        """
+        if new_model.spec.action_dim != self.model.spec.action_dim:
+            raise ValueError(
+                f"swap_model: action_dim {new_model.spec.action_dim} != current {self.model.spec.action_dim}"
+            )
+        self.model = self._prepare(new_model)
+
+    def plan(self, obs: dict[str, torch.Tensor]) -> PlanResult:
+        """Encode a batch-of-one model input (validated by ``encode``) and plan from it."""
+        with torch.inference_mode():
+            latent = self.model.encode({k: v.to(self.device) for k, v in obs.items()})
+        return self.plan_latent(latent)
+
+    @torch.inference_mode()
+    def plan_latent(self, latent: Latent) -> PlanResult:
+        """Plan from a latent (batch 1: z (1, D), context (1, S, W)) and return this tick's action."""
+        cfg, a_dim = self.cfg, self.model.spec.action_dim
+        latent = Latent(latent.z[:1].to(self.device), latent.context[:1].to(self.device))
+        if not (torch.isfinite(latent.z).all() and torch.isfinite(latent.context).all()):
+            return self._fallback("non-finite latent from the encoder")
+
+        mean = torch.zeros(cfg.horizon, a_dim, device=self.device)
+        if self._prev_mean is not None:
+            mean[:-1] = self._prev_mean[1:]  # warm start: last tick's mean, shifted one step (last step repeated)
+            mean[-1] = self._prev_mean[-1]
+        std = torch.full_like(mean, cfg.max_std)
+        # Sample (once per tick): policy-prior candidates and the warm-start mean itself, so a good plan from
+        # the last tick is never lost to sampling noise; their returns are reused by every iteration.
+        prior = torch.cat([self._prior_candidates(latent), mean[None]])  # (Np + 1, H, A)
+        prior_returns = self._returns(latent, prior)  # (Np + 1,)
+        dropped = 0
+        for _ in range(cfg.iterations):
+            # Sample: Gaussian candidates around the current mean, clipped to the action bounds.
+            noise = torch.randn(cfg.num_samples, *mean.shape, device=self.device, generator=self.generator)
+            candidates = torch.cat([prior, (mean + std * noise).clamp(-1.0, 1.0)])  # (N, H, A)
+            # Roll out and score: all Gaussian candidates in one pass; non-finite returns can never be elites.
+            returns = torch.cat([prior_returns, self._returns(latent, candidates[prior.shape[0]:])])  # (N,)
+            finite = torch.isfinite(returns)
+            dropped = int((~finite).sum())
+            if not finite.any():
+                return self._fallback(f"all {returns.numel()} candidate returns are non-finite")
+            returns = torch.where(finite, returns, torch.full_like(returns, -torch.inf))
+            # Refit: softmax-weighted mean and std of the elites.
+            elite_returns, idx = torch.topk(returns, min(cfg.num_elites, int(finite.sum())))
+            elites = candidates[idx]  # (E, H, A)
+            weights = torch.softmax(cfg.temperature * (elite_returns - elite_returns[0]), dim=0)[:, None, None]
+            mean = (weights * elites).sum(0)  # (H, A)
+            std = (weights * (elites - mean).pow(2)).sum(0).sqrt().clamp(cfg.min_std, cfg.max_std)
+
+        # Select: first action of the mean; keep the mean for the warm start; roll it out for visualisation.
+        zs = self.model.predict(latent, mean[None])  # (1, H, D)
+        value = self._score(latent, mean[None], zs)[0]
+        if not (torch.isfinite(mean).all() and torch.isfinite(zs).all() and torch.isfinite(value)):
+            return self._fallback("non-finite plan mean or its predicted rollout")
+        self._prev_mean = mean
+        return PlanResult(
+            action=mean[0].clamp(-1.0, 1.0).cpu().numpy().astype(np.float32),
+            mean=mean.cpu().numpy(),
+            latents=zs[0].cpu().numpy(),
+            probe=self.model.decode_probe(zs[0]).cpu().numpy(),
+            value=float(value),
+            num_nonfinite=dropped,
+        )
+
+    def _prior_candidates(self, latent: Latent) -> torch.Tensor:
+        """(Np, H, A): the policy prior's plan, then noisy copies of it (clipped to [-1, 1])."""
+        n = self.cfg.num_pi_samples
+        if n == 0:
+            return torch.zeros(0, self.cfg.horizon, self.model.spec.action_dim, device=self.device)
+        pi = self.model.pi(latent)[:, : self.cfg.horizon]  # (1, H, A)
+        noise = torch.randn(n, *pi.shape[1:], device=self.device, generator=self.generator)
+        noise[0] = 0.0
+        return (pi + self.cfg.pi_noise_std * noise).clamp(-1.0, 1.0)
+
+    def _returns(self, latent: Latent, actions: torch.Tensor) -> torch.Tensor:
+        """Discounted return (N,) of candidates ``actions`` (N, H, A); one multi-step rollout."""
+        if actions.shape[0] == 0:
+            return actions.new_zeros(0)
+        return self._score(latent, actions, self.model.predict(latent, actions))
+
+    def _score(self, latent: Latent, actions: torch.Tensor, zs: torch.Tensor) -> torch.Tensor:
+        """Sum_k discount^k r_k (+ discount^H V(z_H)) for ``actions`` (N, H, A) and latents ``zs`` (N, H, D)."""
+        returns = (self.model.reward(latent, zs, actions) * self._discounts).sum(1)  # (N,)
+        if self.cfg.terminal_value:
+            returns = returns + self.cfg.discount**self.cfg.horizon * self.model.value(latent, zs[:, -1:])[:, 0]
+        return returns
+
+    def _fallback(self, reason: str) -> PlanResult:
+        """Safe result: zero action (default pose / hold); clears the warm start."""
+        log.warning("planner fallback: %s", reason)
+        self.reset()
+        h, a = self.cfg.horizon, self.model.spec.action_dim
+        d = getattr(getattr(self.model, "cfg", None), "latent_dim", 0)
+        return PlanResult(
+            action=np.zeros(a, np.float32),
+            mean=np.zeros((h, a), np.float32),
+            latents=np.zeros((h, d), np.float32),
+            probe=np.zeros((h, 3), np.float32),
+            value=float("nan"),
+            fallback=reason,
+        )
+

@@ -1,0 +1,130 @@
+"""World model: shapes per encoder, causality of the multi-step dynamics, input validation, freezing."""
+
+import dataclasses
+
+import pytest
+import torch
+from simdist_core.models import ENCODERS, PART_NAMES, Latent, LossWeights, WorldModel, WorldModelConfig, freeze_except
+from simdist_core.planning.bench import random_model_input
+from simdist_core.robots import GO2, UR5E
+from simdist_core.training.losses import world_model_loss
+
+SMALL = WorldModelConfig(latent_dim=16, width=16, heads=2, ffn=32, encoder_hidden=32, policy_layers=1)
+
+
+def _make_model(spec=GO2, cfg=SMALL, seed=0):
+    torch.manual_seed(seed)
+    return WorldModel(spec, cfg)
+
+
+@pytest.mark.parametrize("spec", [GO2, UR5E], ids=lambda s: s.name)
+def test_reference_size_shapes_and_dtypes(spec):
+    model = _make_model(spec, WorldModelConfig())
+    assert isinstance(model.encoder, ENCODERS[spec.encoder])
+    assert [name for name, _ in model.named_children()] == list(PART_NAMES)
+    assert list(model.parts()) == list(PART_NAMES)
+    b, h, a = 3, spec.horizon, spec.action_dim
+    latent = model.encode(random_model_input(spec, batch=b))
+    # context = T proprio tokens + T action tokens + z_t token = 25 + 25 + 1
+    assert latent.z.shape == (b, 64) and latent.z.dtype == torch.float32
+    assert latent.context.shape == (b, 2 * spec.history + 1, 64)
+    # SimNorm: each group of 8 latent components is a softmax, so it sums to 1
+    torch.testing.assert_close(latent.z.reshape(b, 8, 8).sum(-1), torch.ones(b, 8))
+    actions = torch.rand(b, h, a) * 2 - 1
+    zs = model.predict(latent, actions)
+    assert zs.shape == (b, h, 64)
+    assert model.reward(latent, zs, actions).shape == (b, h)
+    assert model.value(latent, zs[:, -1:]).shape == (b, 1)
+    prior = model.pi(latent)
+    assert prior.shape == (b, h, a) and prior.abs().max() < 1
+    assert model.decode_probe(zs).shape == (b, h, 3)
+    # the reference model has ~0.67 M parameters; ours is within the same size class
+    assert 0.5e6 < model.num_parameters()["total"] < 1.0e6
+
+
+def test_heads_reachable_as_parts_and_methods():
+    model = _make_model()
+    assert model.parts()["reward"] is model.reward_head and model.parts()["value"] is model.value_head
+    assert callable(model.reward) and not isinstance(model.reward, torch.nn.Module)
+    assert any(k.startswith("reward.") for k in model.state_dict())
+
+
+@pytest.mark.parametrize("kind", ["transformer", "mlp"])
+def test_dynamics_is_causal_and_batch1_context_broadcasts(kind):
+    model = _make_model(cfg=dataclasses.replace(SMALL, dynamics=kind)).eval()
+    latent = model.encode(random_model_input(GO2, batch=1))
+    actions = torch.rand(6, 10, 12) * 2 - 1
+    changed = actions.clone()
+    changed[:, 4:] = -changed[:, 4:]
+    with torch.no_grad():
+        zs = model.predict(latent, actions)
+        zs_changed = model.predict(latent, changed)
+        expanded = Latent(latent.z.expand(6, -1), latent.context.expand(6, -1, -1))
+        zs_expanded = model.predict(expanded, actions)
+    # output k is z_{t+k+1}: it depends on a_t..a_{t+k} only, so steps 0..3 are unchanged
+    torch.testing.assert_close(zs[:, :4], zs_changed[:, :4])
+    assert (zs[:, 4:] - zs_changed[:, 4:]).abs().max() > 1e-4
+    # sharing one context's keys/values across N candidates is exact
+    torch.testing.assert_close(zs, zs_expanded, rtol=1e-5, atol=1e-5)
+
+
+def test_encode_rejects_bad_input_with_clear_errors():
+    model = _make_model(UR5E)
+    obs = random_model_input(UR5E, batch=2)
+    with pytest.raises(KeyError, match="'image'"):
+        model.encode({k: v for k, v in obs.items() if k != "image"})
+    with pytest.raises(ValueError, match=r"'proprio' has shape \(2, 24, 23\), expected \(B, \(25, 23\)\)"):
+        model.encode({**obs, "proprio": obs["proprio"][:, 1:]})
+    with pytest.raises(ValueError, match="'image' must be uint8"):
+        model.encode({**obs, "image": obs["image"].float()})
+    bad = obs["prev_actions"].clone()
+    bad[1, 3, 2] = float("nan")
+    with pytest.raises(ValueError, match="'prev_actions' contains NaN"):
+        model.encode({**obs, "prev_actions": bad})
+    with pytest.raises(ValueError, match="batch 1"):
+        model.encode({**obs, "image": obs["image"][:1]})
+
+
+def test_config_validation_names_field_and_value():
+    with pytest.raises(ValueError, match="width=60, heads=8"):
+        WorldModelConfig(width=60)
+    with pytest.raises(ValueError, match="dynamics='rnn'"):
+        WorldModelConfig(dynamics="rnn")
+    with pytest.raises(ValueError, match="layers=0"):
+        WorldModelConfig(layers=0)
+    with pytest.raises(ValueError, match="bc=-1"):
+        LossWeights(bc=-1)
+
+
+def test_fit_normalizer_sets_buffers_and_denormalises():
+    model = _make_model()
+    proprio = torch.randn(1000, GO2.proprio_dim) * 3 + 2
+    rewards = torch.randn(500) * 0.5 + 1.0
+    model.fit_normalizer(proprio=proprio, rewards=rewards, values=rewards * 10)
+    torch.testing.assert_close(model.encoder.proprio_mean, proprio.mean(0))
+    torch.testing.assert_close(model.encoder.proprio_std, proprio.std(0, unbiased=False))
+    head = model.reward_head
+    torch.testing.assert_close(head.denormalize(head.normalize(rewards)), rewards)
+    torch.testing.assert_close(model.value_head.target_mean, rewards.mean() * 10)
+    with pytest.raises(ValueError, match="finite"):
+        model.fit_normalizer(rewards=torch.tensor([1.0, float("nan")]))
+
+
+def test_freeze_except_dynamics_leaves_other_parts_bit_identical():
+    from test_losses import make_batch  # noqa: PLC0415 (shared builder)
+
+    model = _make_model()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    params = freeze_except(model, ("dynamics",))
+    assert {id(p) for p in params} == {id(p) for p in model.dynamics.parameters()}
+    optimiser = torch.optim.Adam(params, lr=1e-2)
+    for _ in range(2):
+        loss, _ = world_model_loss(model, make_batch(GO2, horizon=4))
+        optimiser.zero_grad()
+        loss.backward()
+        optimiser.step()
+    after = model.state_dict()
+    changed = {k.split(".")[0] for k in before if not torch.equal(before[k], after[k])}
+    assert changed == {"dynamics"}, f"only dynamics may change, changed: {changed}"
+    with pytest.raises(KeyError, match="valid parts"):
+        freeze_except(model, ("dynamic",))

@@ -1,0 +1,209 @@
+"""MPPI planner: finds a known optimum, is seeded, warm-starts, never emits a non-finite action."""
+
+import json
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+from simdist_core.models import Latent, WorldModel, WorldModelConfig
+from simdist_core.planning import PRESETS, MPPIPlanner, PlannerConfig, bench, planner_preset
+from simdist_core.planning.bench import random_model_input
+from simdist_core.robots import GO2
+from torch import nn
+
+SMALL = WorldModelConfig(latent_dim=16, width=16, heads=2, ffn=32, encoder_hidden=32, policy_layers=1)
+GOAL = torch.tensor([0.3, -0.2])
+OPTIMUM_A0 = 2 * GOAL  # (0.6, -0.4): inside the bounds, so the optimum is interior
+
+
+class QuadraticModel(nn.Module):
+    """Analytic stand-in with the planner's model interface (not a mock: real dynamics and reward).
+
+    Latent = 2-D position of a lagging position servo: z_{k+1} = (z_k + a_k) / 2 (a_k = commanded target);
+    reward r_k = -|z_{k+1} - GOAL|^2; value 0. From z0 = 0 the unique optimal plan is a_0 = 2 GOAL
+    (reach the goal in one step), then a_k = GOAL (hold it): return 0, every other plan scores < 0.
+    """
+
+    def __init__(self, horizon=25, prior=None, nan_reward_if=None):
+        super().__init__()
+        self.spec = SimpleNamespace(action_dim=2, horizon=horizon)
+        self.prior = prior  # (H, A) the policy prior's plan, or zeros
+        self.nan_reward_if = nan_reward_if  # callable actions (N, H, A) -> bool mask (N,) of NaN rewards
+        self.calls = 0
+
+    def encode(self, obs):
+        return Latent(obs["z"], obs["z"][:, None])
+
+    def predict(self, latent, actions):
+        self.calls += 1
+        z, zs = latent.z.expand(actions.shape[0], -1), []
+        for k in range(actions.shape[1]):
+            z = 0.5 * (z + actions[:, k])
+            zs.append(z)
+        return torch.stack(zs, 1)  # (N, H, 2)
+
+    def reward(self, latent, zs, actions):
+        r = -(zs - GOAL).pow(2).sum(-1)  # (N, H)
+        if self.nan_reward_if is not None:
+            r = torch.where(self.nan_reward_if(actions)[:, None], torch.full_like(r, float("nan")), r)
+        return r
+
+    def value(self, latent, zs):
+        return zs.new_zeros(zs.shape[:2])
+
+    def pi(self, latent):
+        prior = torch.zeros(self.spec.horizon, 2) if self.prior is None else self.prior
+        return prior[None].expand(latent.z.shape[0], -1, -1)
+
+    def decode_probe(self, z):
+        return torch.cat([z, z.new_zeros(*z.shape[:-1], 1)], -1)
+
+
+ORIGIN = Latent(torch.zeros(1, 2), torch.zeros(1, 1, 2))
+
+
+def _closed_loop(planner, ticks):
+    """Run the planner on the stand-in system itself: execute each first action, re-plan from the new state."""
+    z, results, distances = torch.zeros(1, 2), [], []
+    for _ in range(ticks):
+        results.append(planner.plan_latent(Latent(z, z[:, None])))
+        z = 0.5 * (z + torch.from_numpy(results[-1].action)[None])
+        distances.append(float((z - GOAL).abs().max()))
+    return results, distances
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_reference_mppi_finds_the_known_optimum_of_a_quadratic_model(seed):
+    results, distances = _closed_loop(MPPIPlanner(QuadraticModel(), planner_preset("reference"), seed=seed), 15)
+    first = results[0]
+    assert first.fallback is None and first.action.dtype == np.float32
+    # from scratch (no prior, no warm start) the first action is within 0.2 of (0.6, -0.4) (a zero plan is 0.6 off)
+    assert np.abs(first.action - OPTIMUM_A0.numpy()).max() < 0.2, first.action
+    assert np.abs(first.mean[2:10] - GOAL.numpy()).max() < 0.3  # then hold: a_k = GOAL
+    assert -0.1 < first.value <= 0  # the optimal return is 0
+    # closed loop: the servo is held at the goal (it started 0.3 away)
+    assert np.mean(distances[-8:]) < 0.05, distances
+    np.testing.assert_allclose(first.probe[:, :2], first.latents, atol=1e-6)
+
+
+def test_zero_prior_small_budget_cannot_find_it():
+    """The same check fails for the latency-bound cpu budget without a useful prior: the test can fail."""
+    _, distances = _closed_loop(MPPIPlanner(QuadraticModel(), planner_preset("cpu"), seed=0), 15)
+    assert np.mean(distances[-8:]) > 0.1
+
+
+@pytest.mark.parametrize("preset", ["reference", "cpu"])
+def test_policy_prior_samples_are_used(preset):
+    # a perfect prior is among the candidates, so the plan keeps it (exactly with one elite, nearly with a preset)
+    optimum = GOAL.repeat(25, 1)
+    optimum[0] = OPTIMUM_A0
+    cfg = PlannerConfig(num_samples=0, num_pi_samples=4, iterations=1, num_elites=1)
+    result = MPPIPlanner(QuadraticModel(prior=optimum), cfg, seed=0).plan_latent(ORIGIN)
+    np.testing.assert_allclose(result.action, OPTIMUM_A0.numpy(), atol=1e-6)
+    first = MPPIPlanner(QuadraticModel(prior=optimum), planner_preset(preset), seed=0).plan_latent(ORIGIN)
+    assert np.abs(first.action - OPTIMUM_A0.numpy()).max() < 0.1
+
+
+def test_prior_candidates_are_rolled_out_once_per_tick():
+    model = QuadraticModel()
+    cfg = PlannerConfig(num_samples=8, num_pi_samples=4, iterations=3, num_elites=4)
+    MPPIPlanner(model, cfg).plan_latent(ORIGIN)
+    assert model.calls == 1 + 3 + 1  # prior once, one batch per iteration, the final mean
+
+
+def _small_planner(seed, **overrides):
+    torch.manual_seed(1)
+    model = WorldModel(GO2, SMALL)
+    return MPPIPlanner(model, planner_preset("cpu", **overrides), seed=seed), model
+
+
+def test_seeded_determinism_and_reset():
+    obs = random_model_input(GO2)
+    a, _ = _small_planner(seed=7)
+    b, _ = _small_planner(seed=7)
+    c, _ = _small_planner(seed=8)
+    ra, rb, rc = a.plan(obs), b.plan(obs), c.plan(obs)
+    np.testing.assert_array_equal(ra.mean, rb.mean)
+    assert not np.array_equal(ra.mean, rc.mean)
+    # warm start: the second tick starts from the shifted mean; reset() forgets it
+    assert a._prev_mean is not None
+    a.reset()
+    assert a._prev_mean is None
+
+
+def test_plan_from_observation_shapes_and_bounds():
+    planner, model = _small_planner(seed=0)
+    result = planner.plan(random_model_input(GO2))
+    h, a = planner.cfg.horizon, GO2.action_dim
+    assert result.fallback is None
+    assert result.action.shape == (a,) and result.action.dtype == np.float32
+    assert np.all(np.abs(result.action) <= 1) and np.all(np.abs(result.mean) <= 1)
+    assert result.mean.shape == (h, a) and result.latents.shape == (h, SMALL.latent_dim)
+    assert result.probe.shape == (h, 3) and np.isfinite(result.value)
+
+
+def test_partly_non_finite_scores_are_dropped_not_executed():
+    nan_if = lambda actions: actions[:, 0, 0] > 0.0  # noqa: E731  candidates that push +x first are NaN
+    planner = MPPIPlanner(QuadraticModel(nan_reward_if=nan_if), planner_preset("reference"), seed=0)
+    result = planner.plan_latent(ORIGIN)
+    assert result.fallback is None and result.num_nonfinite > 0
+    assert np.isfinite(result.action).all() and result.action[0] <= 0.0
+
+
+@pytest.mark.parametrize("case", ["all_rewards_nan", "nan_latent", "nan_weights"])
+def test_non_finite_model_outputs_never_reach_the_action(case):
+    if case == "all_rewards_nan":
+        planner = MPPIPlanner(QuadraticModel(nan_reward_if=lambda a: torch.ones(a.shape[0], dtype=torch.bool)))
+        result = planner.plan_latent(ORIGIN)
+    elif case == "nan_latent":
+        planner = MPPIPlanner(QuadraticModel())
+        planner.plan_latent(ORIGIN)
+        result = planner.plan_latent(Latent(torch.full((1, 2), float("nan")), torch.zeros(1, 1, 2)))
+        assert planner._prev_mean is None  # a fallback also drops the warm start
+    else:
+        planner, model = _small_planner(seed=0)
+        with torch.no_grad():
+            model.dynamics.action_embed.weight[0, 0] = float("nan")
+        result = planner.plan(random_model_input(GO2))
+    assert result.fallback is not None
+    np.testing.assert_array_equal(result.action, np.zeros_like(result.action))
+    assert np.isfinite(result.mean).all() and np.isfinite(result.latents).all()
+
+
+def test_swap_model_between_ticks():
+    planner, _ = _small_planner(seed=0)
+    obs = random_model_input(GO2)
+    planner.plan(obs)
+    torch.manual_seed(2)
+    other = WorldModel(GO2, SMALL)
+    planner.swap_model(other)
+    assert planner.model is other and planner._prev_mean is not None  # warm start kept
+    assert planner.plan(obs).fallback is None
+    with pytest.raises(ValueError, match="action_dim"):
+        planner.swap_model(QuadraticModel())
+
+
+def test_config_validation_and_presets():
+    ref = PRESETS["reference"]
+    assert (ref.horizon, ref.num_samples, ref.num_pi_samples, ref.iterations, ref.num_elites) == (25, 450, 22, 8, 64)
+    assert (ref.temperature, ref.max_std, ref.min_std, ref.discount) == (0.25, 2.0, 0.05, 0.99)
+    with pytest.raises(ValueError, match="num_elites"):
+        PlannerConfig(num_samples=10, num_pi_samples=2, num_elites=13)
+    with pytest.raises(ValueError, match="min_std"):
+        PlannerConfig(min_std=3.0)
+    with pytest.raises(KeyError, match="valid"):
+        planner_preset("gpu")
+    with pytest.raises(ValueError, match="horizon"):
+        MPPIPlanner(QuadraticModel(horizon=10), PlannerConfig(horizon=25))
+
+
+def test_bench_command_writes_its_json(tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    assert bench.main(["--preset", "cpu", "--ticks", "2", "--json", str(out)]) == 0
+    record = json.loads(out.read_text())
+    for key in ("preset", "device", "horizon", "samples", "iterations", "p50_ms", "p99_ms", "ticks",
+                "multistep_ms", "autoregressive_ms", "torch_threads", "machine"):
+        assert key in record
+    assert record["ticks"] == 2 and record["p99_ms"] >= record["p50_ms"] > 0
+    assert "random init" in capsys.readouterr().out
