@@ -247,8 +247,8 @@ class Go2Env:
 
     def _is_fallen(self) -> bool:
         d = self.data
-        height = d.qpos[2] - float(self.scene.terrain.height(d.qpos[0], d.qpos[1]))
-        up_z = quat_to_rotmat(d.qpos[3:7])[2, 2]
+        height = d.qpos[2] - self.scene.terrain.height_at(d.qpos[0], d.qpos[1])
+        up_z = d.xmat[self.scene.base_body_id, 8]  # world z of the base z axis
         return bool(height < self.config.fall_height_m or up_z < math.cos(self.config.fall_tilt_rad))
 
     # ------------------------------------------------------------------------------------ observation
@@ -303,7 +303,7 @@ class Go2Env:
             "rot": rot,
             "base_lin_vel_body": rot.T @ d.qvel[0:3],
             "base_ang_vel_body": d.sensordata[sc.gyro_adr].copy(),
-            "height_above_terrain_m": np.array(d.qpos[2] - float(sc.terrain.height(d.qpos[0], d.qpos[1]))),
+            "height_above_terrain_m": np.array(d.qpos[2] - sc.terrain.height_at(d.qpos[0], d.qpos[1])),
             "joint_torque": d.actuator_force[sc.actuator_ids],
             "foot_contacts": contacts,
             "desired_stance": stance_schedule(self.gait_phase(), self.config.gait_duty),

@@ -160,13 +160,34 @@ class TerrainState:
                 model.hfield_adr[self._hfield_id] : model.hfield_adr[self._hfield_id] + self._heights.size
             ] = ((self._heights + amp) / (2 * amp)).ravel()
 
-    def height(self, x_m: np.ndarray, y_m: np.ndarray) -> np.ndarray:
-        """Terrain surface height (m) at world points (any matching shapes)."""
+    def height(self, x_m: np.ndarray | float, y_m: np.ndarray | float) -> np.ndarray:
+        """Terrain surface height (m) at world points (any matching shapes; scalars take a fast path)."""
+        if np.ndim(x_m) == 0 and np.ndim(y_m) == 0:
+            return np.float64(self.height_at(float(x_m), float(y_m)))
         if self.kind == "slope":
             return np.asarray(x_m) * self._tan_slope
         if self.kind == "rough" and self._heights is not None:
             return self._rough_height(np.asarray(x_m), np.asarray(y_m))
         return np.zeros(np.broadcast(x_m, y_m).shape)
+
+    def height_at(self, x_m: float, y_m: float) -> float:
+        """Terrain surface height (m) at one world point, without numpy overhead."""
+        if self.kind == "slope":
+            return x_m * self._tan_slope
+        heights = self._heights
+        if self.kind != "rough" or heights is None:
+            return 0.0
+        half = self.config.rough_size_m / 2
+        if abs(x_m) >= half or abs(y_m) >= half:
+            return -0.2
+        n = heights.shape[0]
+        col = min((x_m + half) / self.config.rough_grid_m, n - 1.000001)
+        row = min((y_m + half) / self.config.rough_grid_m, n - 1.000001)
+        c0, r0 = int(col), int(row)
+        fc, fr = col - c0, row - r0
+        lower = (1 - fc) * heights[r0, c0] + fc * heights[r0, c0 + 1]
+        upper = (1 - fc) * heights[r0 + 1, c0] + fc * heights[r0 + 1, c0 + 1]
+        return float((1 - fr) * lower + fr * upper)
 
     def _rough_height(self, x_m: np.ndarray, y_m: np.ndarray) -> np.ndarray:
         heights = self._heights
