@@ -78,7 +78,7 @@ ROWS = (
     P("control_hz", 0.0, "Tick rate in Hz; 0 = the robot spec's rate", lo=0.0, hi=1000.0, read_only=True),
     P("max_input_age_ticks", 3.0, "Sensor age (control periods) beyond which a tick is skipped", lo=1.0, hi=100.0),
     P("gait_period_s", 0.3, "Go2 gait clock period in seconds", lo=0.15, hi=1.5, read_only=True),
-    P("default_command", (0.5, 0.0, 0.0), "Task command until cmd_vel arrives (vx m/s, vy m/s, yaw rad/s)"),
+    P("default_command", (0.5, 0.0, 0.0), "Task command until cmd_vel arrives (Go2: vx m/s, vy m/s, yaw rad/s)"),
     P("diagnostics_period_s", 1.0, "Diagnostics period in seconds", lo=0.05, hi=60.0, read_only=True),
     P("torch_threads", 1, "torch intra-op threads", lo=1, hi=64, read_only=True),
 )
@@ -107,7 +107,7 @@ class EncoderNode(Node):
         self.spec = self.model.spec
         if params.robot and params.robot != self.spec.name:
             raise ValueError(f"parameter robot={params.robot!r} but checkpoint {path} is for {self.spec.name!r}")
-        if len(params.default_command) != self.spec.command_dim:
+        if self.spec.command_dim and len(params.default_command) != self.spec.command_dim:
             raise ValueError(f"default_command has {len(params.default_command)} values, {self.spec.name} needs "
                              f"{self.spec.command_dim}")  # fmt: skip
         self.model_version = str(manifest_get(manifest, "version", "unknown"))
@@ -117,7 +117,7 @@ class EncoderNode(Node):
         self.joint_names = joint_names(self.spec.name)
         self.stats = TickStats(1.0 / self.control_hz)
         self._latest: dict[str, Any] = {}
-        self._command = np.asarray(params.default_command, np.float32)
+        self._command = np.asarray(params.default_command[: self.spec.command_dim], np.float32)
         self._executed: np.ndarray = np.zeros(self.spec.action_dim, np.float32)
         self._last_obs_ns: int | None = None
         self._t0_ns: int | None = None
