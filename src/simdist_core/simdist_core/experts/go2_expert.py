@@ -275,3 +275,34 @@ def measure_expert(
         "sim_seconds": total_s,
         "transitions_per_s": total_s * env.spec.control_hz / (time.perf_counter() - start),
     }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m simdist_core.experts.go2_expert``: print (and optionally save) the expert's table per task."""
+    import argparse
+    import json
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument(
+        "--tasks", nargs="+", default=["go2/flat", "go2/slope", "go2/rough", "go2/ptfe_slope", "go2/foam"]
+    )
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--episodes", type=int, default=3)
+    parser.add_argument("--skill", type=float, default=1.0)
+    parser.add_argument("--json", default=None, help="write the results to this JSON file")
+    args = parser.parse_args(argv)
+    results = {task: measure_expert(task, args.seconds, args.episodes, args.skill) for task in args.tasks}
+    print(f"{'task':<16} {'progress_m':>10} {'falls/min':>9} {'speed_m_s':>9} {'slip_m_s':>8} {'trans/s':>8}")
+    for task, r in results.items():
+        print(
+            f"{task:<16} {r['forward_progress_m']:>10.2f} {r['falls_per_min']:>9.2f} {r['speed_m_s']:>9.3f} "
+            f"{r['foot_slip_m_per_s']:>8.3f} {r['transitions_per_s']:>8.0f}"
+        )
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump({"skill": args.skill, "seconds": args.seconds, "episodes": args.episodes, "results": results}, f)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

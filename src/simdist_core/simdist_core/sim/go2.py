@@ -3,8 +3,13 @@
 One control step (50 Hz) sets the joint targets of ``Go2LowLevel`` and runs ``mj_step`` 10 times in
 native code (the PD is a MuJoCo actuator). Observations follow ``robots.GO2``; proprio is computed by
 ``go2_obs.proprio_from_sensors`` exactly as on the real robot. Rewards are named terms weighted by
-``RewardConfig`` (``rewards.py`` logs them as ``reward/<term>``). Scenes are compiled once per terrain
-kind and cached, so the pretraining mixture switches terrain at reset without recompiling.
+``RewardConfig`` (``go2_rewards.py``; ``StepResult.reward_terms`` is logged as ``reward/<term>``). Scenes
+are compiled once per terrain kind and cached, so the pretraining mixture switches terrain at reset
+without recompiling.
+
+Speed (one process, CPU time, measured on the shared 2-core machine at load average ~11, so pessimistic):
+``mj_step`` alone 3.9k control steps/s on flat ground (2.0k on rough: height-field contacts); env step +
+height map + expert ~950 transitions/s on flat, ~580 on rough. There is no Python per physics step.
 """
 
 from __future__ import annotations
