@@ -3,6 +3,7 @@
 import json
 import math
 
+import numpy as np
 import pytest
 import torch
 from simdist_core.training.common import (
@@ -85,3 +86,70 @@ def test_csv_log_appends_rows_with_fixed_header(tmp_path):
     lines = (tmp_path / "m.csv").read_text().splitlines()
     assert lines[0] == "step,loss"
     assert len(lines) == 4
+
+
+# ---- the runner on real data -------------------------------------------------------------------
+
+from _train_testlib import TINY_OVERRIDES, collect  # noqa: E402
+from simdist_core.checkpoint import load_checkpoint  # noqa: E402
+from simdist_core.training.pretrain import main  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def go2_data(tmp_path_factory):
+    torch.set_num_threads(1)
+    return collect(tmp_path_factory.mktemp("pretrain_data"), "go2/flat", episodes=6, seed=3)
+
+
+def _argv(data, out, steps):
+    return ["--data", str(data.path), "--robot", "go2", "--out", str(out), "--steps", str(steps), "--batch", "8",
+            "--set", "eval_every=5", "--set", "log_every=5", "--set", "save_every=5", "--set", "eval_windows=16",
+            "--set", "optim.warmup_steps=2", "--no-progress", *[a for o in TINY_OVERRIDES for a in ("--set", o)]]
+
+
+@pytest.mark.timeout(300)
+def test_pretrain_writes_checkpoint_with_provenance(go2_data, tmp_path):
+    out = tmp_path / "ckpt"
+    assert main(_argv(go2_data, out, 10)) == 0
+    model, manifest = load_checkpoint(out)
+    prov = manifest.extra["provenance"]
+    assert prov["dataset_sha256"] == go2_data.checksum()
+    assert prov["steps"] == 10 and prov["dataset_steps"] == go2_data.n_steps
+    assert prov["config"]["model"]["latent_dim"] == 16 and model.cfg.latent_dim == 16
+    assert prov["code_version"]
+    assert np.isfinite(manifest.extra["metrics"]["eval/loss"])
+    eval_rows = (tmp_path / "ckpt.run" / "eval.csv").read_text().splitlines()
+    assert eval_rows[0].startswith("step,eval/") and len(eval_rows) == 3  # header + steps 5 and 10
+    assert main(_argv(go2_data, out, 10)) == 2, "an existing checkpoint is never overwritten"
+
+
+@pytest.mark.timeout(300)
+def test_pretrain_resumes_from_saved_step(go2_data, tmp_path):
+    import json as _json
+
+    from safetensors.torch import load_file
+    from simdist_core.config import apply_overrides, parse_overrides
+    from simdist_core.training.distributed import DistInfo
+    from simdist_core.training.pretrain import PretrainConfig, PretrainRunner
+
+    first = tmp_path / "a"
+    assert main(_argv(go2_data, first, 10)) == 0
+    state = tmp_path / "a.run" / "optimizer.json"
+    assert _json.loads(state.read_text())["extra"]["step"] == 10
+    # The runner picks the state up: step counter, weights and Adam moments round-trip exactly.
+    overrides = parse_overrides(["steps=15", "batch_size=8", "eval_windows=16", *TINY_OVERRIDES])
+    runner = PretrainRunner(go2_data.path, "go2", first, apply_overrides(PretrainConfig(), overrides), DistInfo())
+    assert runner.try_resume() and runner.trainer.step == 10
+    saved = load_file(str(tmp_path / "a.run" / "model.safetensors"))
+    assert all(torch.equal(saved[k], v) for k, v in runner.model.state_dict().items())
+    moments = load_file(str(tmp_path / "a.run" / "optimizer.safetensors"))
+    opt_state = runner.trainer.optimizer.state_dict()["state"]
+    assert torch.equal(opt_state[0]["exp_avg"], moments["state.0.exp_avg"])
+    # Running the command again with more steps continues at 10 (log rows 15 only), not from scratch.
+    second = tmp_path / "b"
+    (tmp_path / "a.run").rename(tmp_path / "b.run")
+    assert main(_argv(go2_data, second, 15)) == 0
+    rows = (tmp_path / "b.run" / "train.csv").read_text().splitlines()
+    assert [r.split(",")[0] for r in rows[1:]] == ["5", "10", "15"]
+    _, manifest = load_checkpoint(second)
+    assert manifest.extra["provenance"]["steps"] == 15
