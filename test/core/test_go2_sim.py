@@ -174,3 +174,13 @@ def test_pretrain_randomises_domain_and_terrain():
         frictions.append(env.domain["friction"])
         assert 0.4 <= env.domain["friction"] <= 1.2  # PTFE (~0.2) stays out of distribution
     assert len(kinds) >= 2 and np.ptp(frictions) > 0.2
+
+
+def test_set_command_reaches_observation_and_rejects_bad_input():
+    env = make_env("go2/flat")
+    env.reset(seed=0)
+    env.set_command(np.array([0.8, 0.1, -0.2]))
+    np.testing.assert_allclose(env.step(np.zeros(12)).obs["command"], [0.8, 0.1, -0.2], rtol=1e-6)
+    np.testing.assert_allclose(env.privileged_state()["command"], [0.8, 0.1, -0.2])
+    with pytest.raises(ValueError, match="command"):
+        env.set_command(np.array([0.5, np.nan, 0.0]))

@@ -364,6 +364,18 @@ class Go2Env:
         out.update({f"domain_{k}": np.array(v) for k, v in self.domain.items()})
         return out
 
+    def set_command(self, command: np.ndarray) -> None:
+        """Replace the episode's velocity command (vx m/s, vy m/s, yaw rate rad/s), e.g. from ``cmd_vel``.
+
+        Raises:
+            ValueError: wrong shape or non-finite values.
+        """
+        command = np.asarray(command, dtype=np.float64)
+        if command.shape != (GO2.command_dim,) or not np.all(np.isfinite(command)):
+            raise ValueError(f"command must be {GO2.command_dim} finite floats (vx, vy, yaw_rate), got {command}")
+        self.command = command.copy()
+        self._priv = self._core = None
+
     def terrain_height(self, x_m: np.ndarray, y_m: np.ndarray) -> np.ndarray:
         """Exact terrain height (m) at world points (privileged; used by the expert)."""
         return self.scene.terrain.height(x_m, y_m)

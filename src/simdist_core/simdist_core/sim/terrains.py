@@ -12,7 +12,9 @@ Terrain kinds (registry ``TERRAIN_KINDS``):
                it is stable at dt 2 ms, ~3x faster, and keeps the walking problem comparable to flat
                ground, so the difference between sim-flat and foam is the contact dynamics (sinking,
                energy loss, delayed support), which is what the dynamics finetuning must learn. It has no
-               lasting memory of footprints (documented limitation).
+               lasting memory of footprints (documented limitation). The compliance also applies to the contact's
+               friction rows, so feet shear a few cm sideways in the foam while loaded (``foot_slip_m`` is higher
+               than on rigid ground even though the friction coefficient is the same).
 
 Foot friction is set on the foot geoms (they have contact priority 1 in the Menagerie MJCF, so the
 floor's friction is ignored on rigid terrain); on foam the floor's priority 2 wins and its friction is
