@@ -32,7 +32,7 @@ import numpy as np
 
 from simdist_core.experts.go2_kinematics import foot_ik
 from simdist_core.sim.go2_constants import FOOT_RADIUS_M, HIP_OFFSETS_M, LEG_SIDE, THIGH_Y_OFFSET_M
-from simdist_core.sim.go2_obs import quat_to_rotmat, yaw_from_quat
+from simdist_core.sim.go2_obs import yaw_from_quat
 from simdist_core.sim.go2_rewards import PAIR_OFFSET
 
 _GRAVITY_M_S2 = 9.81
@@ -81,7 +81,7 @@ class Go2TrotExpert:
         self._gravity_scale = self.config.gravity_share * (1.0 - 0.4 * b)
         self._rng = np.random.default_rng(0)
 
-    def reset(self, env: Any, rng: np.random.Generator) -> None:  # noqa: ANN401  (Go2Env)
+    def reset(self, env: Any, rng: np.random.Generator) -> None:  # env: Go2Env
         """Start a new episode: heading target, integrator, swing bookkeeping."""
         self._rng = rng
         state = env.privileged_state()
@@ -93,12 +93,11 @@ class Go2TrotExpert:
         self._history: deque[dict[str, np.ndarray]] = deque(maxlen=self._delay_steps + 1)
         self._jacp = np.zeros((3, env.model.nv))
 
-    def act(self, env: Any) -> np.ndarray:  # noqa: ANN401  (Go2Env)
+    def act(self, env: Any) -> np.ndarray:  # env: Go2Env
         """Normalised joint-target action (12,) float32."""
         c, dt = self.config, env.control_dt_s
         self._history.append(env.privileged_state())
         s = self._history[0]  # delayed by up to ``_delay_steps`` control steps at low skill
-        rot = quat_to_rotmat(s["base_quat"])
         yaw = yaw_from_quat(s["base_quat"])
         cmd = s["command"]
         period = env.config.gait_period_s * self._period_scale
@@ -128,18 +127,17 @@ class Go2TrotExpert:
         base[2] = ground + c.body_height_m / max(math.cos(slope), 0.5)
         v_world[2] = math.tan(slope) * np.linalg.norm(v_world[:2])
         feet = s["foot_pos_world"].copy()  # (4, 3) current foot-sphere centres
-        self._plan_swing(env, s, rot, yaw, v_world, cmd, stance, leg_phase, duty, period, feet)
+        self._plan_swing(env, s, yaw, v_world, cmd, stance, leg_phase, duty, period, feet)
         feet_body = (feet - base) @ rot_des  # (4, 3) in the desired body frame
         q_des = foot_ik(feet_body).ravel()  # (12,)
-        q_des += self._gravity_offsets(env, rot, stance)
+        q_des += self._gravity_offsets(env, stance)
         return env.low_level.action_from_targets(q_des)
 
     def _plan_swing(
         self,
         env: Any,
         s: dict[str, np.ndarray],
-        rot: np.ndarray,
-        yaw: float,  # noqa: ANN401
+        yaw: float,
         v_world: np.ndarray,
         cmd: np.ndarray,
         stance: np.ndarray,
@@ -174,7 +172,7 @@ class Go2TrotExpert:
         feet[swing, :2] = xy[swing]
         feet[swing, 2] = z[swing]
 
-    def _gravity_offsets(self, env: Any, rot: np.ndarray, stance: np.ndarray) -> np.ndarray:  # noqa: ANN401
+    def _gravity_offsets(self, env: Any, stance: np.ndarray) -> np.ndarray:
         """Joint-target offsets (12,) = J^T f / kp for the stance legs' share of the weight."""
         out = np.zeros(12)
         n_stance = int(stance.sum())
@@ -195,7 +193,7 @@ class Go2TrotExpert:
 def make_go2_expert(
     env: Any = None,
     skill: float = 1.0,
-    rng: np.random.Generator | None = None,  # noqa: ANN401
+    rng: np.random.Generator | None = None,
     config: Go2ExpertConfig | None = None,
 ) -> Go2TrotExpert:
     """The trot expert (skill=1) or a systematically weaker variant (skill < 1), reset on ``env`` if given."""
@@ -209,13 +207,12 @@ def _wrap(angle: float) -> float:
     return (angle + math.pi) % (2 * math.pi) - math.pi
 
 
-def _slope_along(env: Any, base: np.ndarray, yaw: float) -> float:  # noqa: ANN401
+def _slope_along(env: Any, base: np.ndarray, yaw: float) -> float:
     """Terrain inclination (rad) along the heading, from heights 0.3 m ahead and behind."""
-    c, s = math.cos(yaw), math.sin(yaw)
-    xs = base[0] + np.array([0.3, -0.3]) * c
-    ys = base[1] + np.array([0.3, -0.3]) * s
-    h = env.terrain_height(xs, ys)
-    return math.atan2(float(h[0] - h[1]), 0.6)
+    c, s = 0.3 * math.cos(yaw), 0.3 * math.sin(yaw)
+    ahead = float(env.terrain_height(base[0] + c, base[1] + s))
+    behind = float(env.terrain_height(base[0] - c, base[1] - s))
+    return math.atan2(ahead - behind, 0.6)
 
 
 def _rot_z(yaw: float) -> np.ndarray:
