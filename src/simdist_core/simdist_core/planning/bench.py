@@ -50,21 +50,34 @@ def random_model_input(spec: RobotSpec, batch: int = 1, seed: int = 0) -> dict[s
 
 def _time_ms(fn: Callable[[], object], device: torch.device, repeats: int) -> list[float]:
     """Wall-clock milliseconds of ``repeats`` calls (CUDA-synchronised)."""
-    out = []
+    return _time_wall_and_cpu_ms(fn, device, repeats)[0]
+
+
+def _time_wall_and_cpu_ms(
+    fn: Callable[[], object], device: torch.device, repeats: int
+) -> tuple[list[float], list[float]]:
+    """Wall-clock and process-CPU milliseconds of ``repeats`` calls.
+
+    On a shared machine wall time includes waiting for a core; with one torch thread the process CPU
+    time is close to what the same call takes on an idle core, so both are reported.
+    """
+    wall, cpu = [], []
     for _ in range(repeats):
         if device.type == "cuda":
             torch.cuda.synchronize(device)
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         fn()
         if device.type == "cuda":
             torch.cuda.synchronize(device)
-        out.append((time.perf_counter() - start) * 1e3)
-    return out
+        wall.append((time.perf_counter() - start) * 1e3)
+        cpu.append((time.process_time() - start_cpu) * 1e3)
+    return wall, cpu
 
 
-def run_bench(preset: str, device: str, ticks: int, robot: str, warmup: int = 5) -> dict[str, object]:
+def run_bench(preset: str, device: str, ticks: int, robot: str, warmup: int = 3) -> dict[str, object]:
     """Measure planner ticks and one H-step rollout with both dynamics kinds; returns the JSON record."""
     spec, dev, cfg = ROBOTS[robot], torch.device(device), PRESETS[preset]
+    load_at_start = os.getloadavg()[0]
     torch.manual_seed(0)
     model = WorldModel(spec, WorldModelConfig()).to(dev).eval()
     planner = MPPIPlanner(model, cfg, device=dev, seed=0)
@@ -74,7 +87,8 @@ def run_bench(preset: str, device: str, ticks: int, robot: str, warmup: int = 5)
         encode_ms = _time_ms(lambda: model.encode(obs), dev, 20)
     for _ in range(warmup):
         planner.plan_latent(latent)
-    tick_ms = np.array(_time_ms(lambda: planner.plan_latent(latent), dev, ticks))
+    wall, cpu = _time_wall_and_cpu_ms(lambda: planner.plan_latent(latent), dev, ticks)
+    tick_ms, tick_cpu_ms = np.array(wall), np.array(cpu)
 
     # One H-step rollout of the same candidate batch, multi-step transformer vs autoregressive MLP.
     n = cfg.num_samples + cfg.num_pi_samples
@@ -100,9 +114,12 @@ def run_bench(preset: str, device: str, ticks: int, robot: str, warmup: int = 5)
         "iterations": cfg.iterations,
         "rollouts_per_tick": n * cfg.iterations,
         "ticks": ticks,
+        "warmup_ticks": warmup,
         "p50_ms": float(np.percentile(tick_ms, 50)),
         "p99_ms": float(np.percentile(tick_ms, 99)),
         "max_ms": float(tick_ms.max()),
+        "cpu_time_p50_ms": float(np.percentile(tick_cpu_ms, 50)),
+        "cpu_time_p99_ms": float(np.percentile(tick_cpu_ms, 99)),
         "encode_ms": float(np.median(encode_ms)),
         **rollout,
         "rollout_batch": n,
@@ -112,7 +129,8 @@ def run_bench(preset: str, device: str, ticks: int, robot: str, warmup: int = 5)
         "machine": {
             "cpu": _cpu_model(),
             "cores": os.cpu_count(),
-            "load_avg_1m": os.getloadavg()[0],
+            "load_avg_1m_at_start": load_at_start,
+            "load_avg_1m_at_end": os.getloadavg()[0],
             "cuda": torch.cuda.get_device_name(dev) if dev.type == "cuda" else None,
             "torch": torch.__version__,
         },
@@ -126,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     parser.add_argument("--json", type=Path, default=None, help="write the record here")
     parser.add_argument("--ticks", type=int, default=200)
+    parser.add_argument("--warmup", type=int, default=3, help="untimed ticks first (allocations, kernel choice)")
     parser.add_argument("--robot", choices=sorted(ROBOTS), default="go2")
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (the planner node uses 1)")
     args = parser.parse_args(argv)
@@ -134,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.ticks < 1:
         parser.error(f"--ticks must be >= 1, got {args.ticks}")
     torch.set_num_threads(args.threads)
-    record = run_bench(args.preset, args.device, args.ticks, args.robot)
+    record = run_bench(args.preset, args.device, args.ticks, args.robot, warmup=args.warmup)
     print(f"planner benchmark ({record['model_weights']}, {record['model_parameters']:,} parameters)")
     for key, value in record.items():
         if not isinstance(value, dict) and key not in ("model_weights", "model_parameters"):
