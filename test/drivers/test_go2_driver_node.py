@@ -44,7 +44,8 @@ def graph():
     rclpy.init(context=context)
     overrides = [Parameter("domain_id", value=DOMAIN_ID), Parameter("network_interface", value="lo"),
                  Parameter("control_hz", value=250.0), Parameter("stand_duration_s", value=0.5),
-                 Parameter("connect_timeout_s", value=30.0), Parameter("state_timeout_s", value=0.5)]
+                 Parameter("connect_timeout_s", value=30.0), Parameter("state_timeout_s", value=2.0),
+                 Parameter("hold_timeout_s", value=0.3), Parameter("damp_timeout_s", value=1.5)]
     driver = Go2DriverNode(context=context, parameter_overrides=overrides)
     peer = rclpy.create_node("peer", context=context)
     executor = MultiThreadedExecutor(num_threads=2, context=context)
