@@ -6,6 +6,7 @@ Kept out of the node files so each node stays a thin adapter (STYLE rules 2, 17,
 from __future__ import annotations
 
 import os
+import signal
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -14,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import rclpy
+import rclpy.signals
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 
@@ -108,13 +110,22 @@ def setup_torch(threads: int) -> None:
     torch.set_num_threads(max(1, threads))
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def run_node(make_node: Callable[[], Node], args: list[str] | None = None, threads: int = 2) -> int:
     """Standard ``main()``: init, spin a MultiThreadedExecutor, shut down cleanly (STYLE rule 17).
 
-    The node may define ``close()``; it is called (to join worker threads) before ``rclpy`` shuts down.
-    Returns a process exit code: 0 on a normal or Ctrl-C exit, 1 if the node failed to start.
+    rclpy's own signal handlers are off: they shut the context down while callbacks may still be
+    publishing on other executor threads. Instead SIGINT and SIGTERM (what launchers send) raise
+    ``KeyboardInterrupt`` in the spinning thread; the executor then stops, the node's ``close()`` joins its
+    worker threads, and only then is the context shut down. Returns a process exit code: 0 on a normal,
+    Ctrl-C or SIGTERM exit, 1 if the node failed to start.
     """
-    with rclpy.init(args=args):
+    with rclpy.init(args=args, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO):
+        signal.signal(signal.SIGINT, _interrupt)
+        signal.signal(signal.SIGTERM, _interrupt)
         try:
             node = make_node()
         except Exception as exc:  # noqa: BLE001  (process boundary: report why the node cannot start)
@@ -127,9 +138,11 @@ def run_node(make_node: Callable[[], Node], args: list[str] | None = None, threa
         except (KeyboardInterrupt, ExternalShutdownException):
             pass
         finally:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not break the clean-up
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            executor.shutdown(timeout_sec=5.0)
             close = getattr(node, "close", None)
             if close is not None:
                 close()
-            executor.shutdown()
             node.destroy_node()
     return 0

@@ -236,9 +236,10 @@ class SimRobotNode(Node):
         return sensors
 
     def _publish_state(self, sensors: dict[str, np.ndarray]) -> None:
-        self._clock_pub.publish(msgs.make_clock(self.sim_ns))
+        # Sensors go out before /clock: a node whose timer fires on the clock update already has them.
         for key, msg in sensors_to_messages(self.spec.name, sensors, self.names, self.sim_ns).items():
             self._pubs[key].publish(msg)
+        self._clock_pub.publish(msgs.make_clock(self.sim_ns))
         command = getattr(self.env, "command", None)
         if self.spec.command_dim and command is not None and self._tunable.current.publish_task_command:
             twist = Twist()
