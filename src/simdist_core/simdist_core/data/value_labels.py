@@ -14,6 +14,7 @@ How (``fit_value_function``):
    bootstrap (nothing follows); a *truncated* one (time limit) bootstraps with the current estimate
    of V at its last state, refitted ``bootstrap_rounds`` times (fitted value iteration on the tail),
    so the label is the infinite-horizon value and does not collapse near the time limit.
+   The time-to-limit feature is left out of the fit (``ValueFitConfig.time_feature_index``).
 3. Fit a small MLP (features -> 128 -> 128 -> 1, tanh, inputs and target standardised) by MSE.
    The features are low-dimensional privileged state, so a small network suffices; a ridge regression
    on raw features underfits the nonlinear "about to fall" / "in the hole" structure.
@@ -59,8 +60,12 @@ class ValueFitConfig:
     """Adam steps per fit round."""
     batch_size: int = 1024
     lr: float = 1e-3
-    bootstrap_rounds: int = 2
+    bootstrap_rounds: int = 3
     """Refits with truncated tails bootstrapped from the previous fit (0 = plain Monte Carlo)."""
+    time_feature_index: int | None = -1
+    """Feature excluded from the fit: both robots put ``time_fraction`` (time / episode limit) last. With
+    it the fit would learn the time-limit tail (value falling to 0 at the limit) instead of the state's
+    worth, and the last state of a truncated episode could not bootstrap from similar earlier states."""
 
     def __post_init__(self) -> None:
         if self.episodes < 1 or self.hidden < 1 or self.train_steps < 1 or self.batch_size < 1:
@@ -87,9 +92,12 @@ class ValueFunction:
     """``V(features)``: a numpy MLP with standardised inputs and output."""
 
     def __init__(self, weights: dict[str, np.ndarray], meta: dict) -> None:
-        self.weights = {k: np.asarray(v, np.float32) for k, v in weights.items()}
+        ints = ("columns", "n_features")
+        self.weights = {k: np.asarray(v, np.int64 if k in ints else np.float32) for k, v in weights.items()}
         self.meta = meta
-        self.feature_dim = int(self.weights["x_mean"].shape[0])
+        self.columns = self.weights["columns"]
+        """Indices of the input features the MLP reads."""
+        self.feature_dim = int(self.weights["n_features"][0])
 
     def __call__(self, features: np.ndarray) -> np.ndarray:
         """Values (N,) float32 of features (N, F) (or (F,) -> scalar array).
@@ -103,7 +111,7 @@ class ValueFunction:
         if x.shape[-1] != self.feature_dim or not np.all(np.isfinite(x)):
             raise ValueError(f"value features must be finite with width {self.feature_dim}, got {x.shape}")
         w = self.weights
-        h = np.tanh(((x - w["x_mean"]) / w["x_std"]) @ w["w0"] + w["b0"])  # (N, hidden)
+        h = np.tanh(((x[:, self.columns] - w["x_mean"]) / w["x_std"]) @ w["w0"] + w["b0"])  # (N, hidden)
         h = np.tanh(h @ w["w1"] + w["b1"])
         y = (h @ w["w2"] + w["b2"])[:, 0] * w["y_std"][0] + w["y_mean"][0]  # (N,)
         return y[0] if single else y.astype(np.float32)
@@ -193,11 +201,15 @@ def fit_value_function(
     x = np.concatenate([e.features for e in episodes]).astype(np.float64)  # (N, F)
     if not np.all(np.isfinite(x)) or not all(np.all(np.isfinite(e.rewards)) for e in episodes):
         raise ValueError("expert rollouts contain non-finite value features or rewards")
+    n_features = x.shape[1]
+    skip = None if cfg.time_feature_index is None else cfg.time_feature_index % n_features
+    columns = np.array([i for i in range(n_features) if i != skip], np.int64)
+    extra = {"columns": columns, "n_features": np.array([n_features], np.int64)}
     tails = np.zeros(len(episodes))
     vf = None
     for round_ in range(cfg.bootstrap_rounds + 1):
         y = np.concatenate([discounted_targets(e, cfg.gamma, t) for e, t in zip(episodes, tails, strict=True)])
-        vf = ValueFunction(_train_mlp(x, y, cfg, seed + round_), {})
+        vf = ValueFunction(_train_mlp(x[:, columns], y, cfg, seed + round_) | extra, {})
         tails = np.array([float(vf(e.features[-1])) for e in episodes])
     assert vf is not None
     pred = vf(x)
@@ -208,7 +220,8 @@ def fit_value_function(
         "seed": seed,
         "n_samples": len(x),
         "n_episodes": len(episodes),
-        "feature_dim": int(x.shape[1]),
+        "feature_dim": n_features,
+        "columns": columns.tolist(),
         "fit_r2": r2,
         "target_mean": float(y.mean()),
         "target_std": float(y.std()),
