@@ -1,0 +1,292 @@
+"""``simdist bench adaptation``: zero-shot vs dynamics-only (SimDist) vs full finetuning in a shifted task.
+
+From one pretrained checkpoint, each finetuning method repeatedly (1) collects experience in the
+shifted task with its CURRENT planner plus small exploration noise, recorded as the robot's replay
+buffer would (observations + executed actions, no labels), (2) finetunes on everything collected so
+far, continuing from its latest accepted model, keeping the new model only if the validation gate
+on the newest data passes, and (3) evaluates: the task metric in closed loop (fixed seeds) and the
+held-out latent prediction error on a FIXED set of shifted transitions collected once with the
+pretrained planner (seeds disjoint from every other episode). ``zero_shot`` is the pretrained model,
+measured once (minute 0) and drawn as a flat line.
+
+Latent error is the latent-consistency MSE in each model's own latent space. For ``dynamics_only``
+the encoder is frozen, so errors are directly comparable with zero-shot; ``full_finetune`` also
+moves its encoder (and thus its targets), so its number is reported but is not the same yardstick.
+
+CPU note: closed-loop planning on 2 shared cores is slow, so ``--minutes`` can be scaled down (e.g.
+``0,1,2,4``); the report stores the planner preset, wall time and exactly what was run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import logging
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from simdist_core.config import apply_overrides, parse_overrides, to_dict
+from simdist_core.data.dataset import Dataset
+from simdist_core.data.sampler import WindowSampler
+from simdist_core.eval.closed_loop import EvalConfig, evaluate, make_planner, task_metric_name
+from simdist_core.eval.experience import collect_experience
+from simdist_core.training.adapt import FinetuneConfig, finetune_dynamics, fixed_batches
+from simdist_core.training.common import OptimConfig
+from simdist_core.training.trainer import Batch, evaluate_loss, finetune_loss_weights
+
+log = logging.getLogger(__name__)
+
+METHODS: dict[str, tuple[str, ...] | None] = {"dynamics_only": ("dynamics",), "full_finetune": ("all",)}
+"""Finetuning method -> parts it trains (``zero_shot`` trains nothing)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class AdaptationConfig:
+    """One adaptation benchmark run (defaults sized for a 2-core CPU)."""
+
+    task: str = "go2/ptfe_slope"
+    """The shifted task (stands in for the real world)."""
+    minutes: tuple[float, ...] = (0.0, 1.0, 2.0, 4.0)
+    """Cumulative simulated minutes of experience at which to evaluate (first must be 0)."""
+    episode_s: float = 10.0
+    """Length cap of each experience episode (falls end episodes earlier)."""
+    exploration_std: float = 0.1
+    """Gaussian noise on executed actions while collecting."""
+    eval_episodes: int = 3
+    """Closed-loop evaluation episodes per point (fixed seeds)."""
+    eval_s: float = 10.0
+    """Length cap of each evaluation episode."""
+    heldout_episodes: int = 4
+    """Episodes of the fixed held-out set of shifted transitions."""
+    heldout_windows: int = 512
+    """Windows of the held-out set scored for the latent error."""
+    preset: str = "cpu"
+    """Planner preset for collection and evaluation."""
+    finetune: FinetuneConfig = field(default_factory=lambda: FinetuneConfig(
+        steps=300, batch_size=32, optim=OptimConfig(lr=2e-4, warmup_steps=30, cosine=False)))  # fmt: skip
+    """Finetuning per round (continues from the method's latest accepted model)."""
+    seed: int = 0
+    """Seed of everything (collection, held-out set, evaluation, finetuning)."""
+
+    def __post_init__(self) -> None:
+        if not self.minutes or self.minutes[0] != 0 or list(self.minutes) != sorted(set(self.minutes)):
+            raise ValueError(f"minutes must start at 0 and strictly increase, got {self.minutes=}")
+        for name in ("episode_s", "eval_s"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be > 0, got {name}={getattr(self, name)}")
+        if self.eval_episodes < 1 or self.heldout_episodes < 2:
+            raise ValueError(f"need eval_episodes >= 1 and heldout_episodes >= 2, got {self.eval_episodes=}, "
+                             f"{self.heldout_episodes=}")  # fmt: skip
+
+
+class Benchmark:
+    """Runs the methods of one ``AdaptationConfig`` from one pretrained model, in ``workdir``."""
+
+    def __init__(
+        self,
+        pretrained: torch.nn.Module,
+        cfg: AdaptationConfig,
+        workdir: Path,
+        env_overrides: dict[str, str] | None = None,
+        planner_overrides: dict[str, str] | None = None,
+    ) -> None:
+        from simdist_core.sim.base import make_env
+
+        self.pretrained, self.cfg, self.workdir = pretrained.eval(), cfg, workdir
+        self.env_overrides, self.planner_overrides = dict(env_overrides or {}), dict(planner_overrides or {})
+        self.env = make_env(cfg.task, self.env_overrides)
+        self.control_hz = self.env.spec.control_hz
+        self.eval_cfg = EvalConfig(task=cfg.task, episodes=cfg.eval_episodes, seconds=cfg.eval_s,
+                                   seed=cfg.seed + 50_000, preset=cfg.preset)  # fmt: skip
+        self.holdout: list[Batch] = []
+        self.log: list[dict[str, Any]] = []
+
+    def _planner(self, model: torch.nn.Module) -> Any:  # noqa: ANN401
+        return make_planner(model, None, self.cfg.preset, self.planner_overrides, self.cfg.seed)
+
+    def _collect(self, model: torch.nn.Module, shard: Path, steps: int, seed: int, first_episode: int) -> int:
+        """Collect ``steps`` control steps with ``model``'s planner; returns the episodes recorded."""
+        planner, episode_steps = self._planner(model), int(round(self.cfg.episode_s * self.control_hz))
+        done, episodes = 0, 0
+        while done < steps:
+            stats = collect_experience(self.env, planner, shard, episodes=1, max_steps=min(episode_steps, steps - done),
+                                       seed=seed + episodes, exploration_std=self.cfg.exploration_std,
+                                       first_episode_id=first_episode + episodes)  # fmt: skip
+            done += stats[0].steps
+            episodes += 1
+        return episodes
+
+    def build_holdout(self) -> None:
+        """Collect the fixed held-out set with the pretrained planner (seeds disjoint from everything else)."""
+        shard = self.workdir / "heldout" / "shard-0"
+        steps = int(round(self.cfg.heldout_episodes * self.cfg.episode_s * self.control_hz))
+        self._collect(self.pretrained, shard, steps, self.cfg.seed + 90_000, 0)
+        sampler = WindowSampler(Dataset(shard.parent), self.pretrained.spec, batch_size=64, seed=self.cfg.seed)
+        self.holdout = fixed_batches(sampler, self.cfg.heldout_windows, 64, self.cfg.seed)
+
+    def measure(self, model: torch.nn.Module) -> dict[str, Any]:
+        """Closed-loop task metric and held-out latent error of ``model``."""
+        report = evaluate(model, self.eval_cfg, env_overrides=self.env_overrides,
+                          planner_overrides=self.planner_overrides)  # fmt: skip
+        report["latent_error"] = evaluate_loss(model, self.holdout, finetune_loss_weights())["consistency"]
+        return report
+
+    def run_method(self, method: str, zero: dict[str, Any]) -> dict[str, Any]:
+        """Collect -> finetune -> evaluate at each minute mark, continuing from the latest accepted model."""
+        cfg, metric = self.cfg, task_metric_name(self.cfg.task)
+        parts = METHODS[method]
+        ft_cfg = apply_overrides(cfg.finetune, {"parts": ",".join(parts), "seed": str(cfg.seed)})
+        model, shard = copy.deepcopy(self.pretrained), self.workdir / method / "shard-0"
+        out = {"minutes": [0.0], "metric": [zero[metric]], "latent_error": [zero["latent_error"]], "gate": [None],
+               "falls": [zero.get("falls")], "collect_wall_s": [0.0], "finetune_wall_s": [0.0]}  # fmt: skip
+        episodes = 0
+        for before, minutes in zip(cfg.minutes[:-1], cfg.minutes[1:], strict=True):
+            t0 = time.perf_counter()
+            steps = int(round((minutes - before) * 60 * self.control_hz))
+            episodes += self._collect(model, shard, steps, cfg.seed + 10_000 * (1 + len(out["minutes"])), episodes)
+            t1 = time.perf_counter()
+            new, report = finetune_dynamics(model, Dataset(shard.parent), ft_cfg)
+            if report.gate.passed:
+                model = new
+            t2 = time.perf_counter()
+            point = self.measure(model)
+            log.info("%s @ %.2f min: %s=%.3f latent_error=%.5f gate=%s", method, minutes, metric, point[metric],
+                     point["latent_error"], report.gate.reason)  # fmt: skip
+            for key, value in (("minutes", minutes), ("metric", point[metric]), ("latent_error", point["latent_error"]),
+                               ("gate", report.gate.__dict__), ("falls", point.get("falls")),
+                               ("collect_wall_s", t1 - t0), ("finetune_wall_s", t2 - t1)):  # fmt: skip
+                out[key].append(value)
+        return out
+
+    def run(self, methods: tuple[str, ...] = ("dynamics_only", "full_finetune")) -> dict[str, Any]:
+        """The whole benchmark; returns the JSON report."""
+        start = time.perf_counter()
+        self.build_holdout()
+        zero = self.measure(self.pretrained)
+        metric = task_metric_name(self.cfg.task)
+        results: dict[str, Any] = {"zero_shot": {"minutes": [0.0], "metric": [zero[metric]],
+                                                 "latent_error": [zero["latent_error"]], "falls": [zero.get("falls")]}}
+        for method in methods:
+            results[method] = self.run_method(method, zero)
+        return {"task": self.cfg.task, "metric": metric, "results": results, "summary": summarise(results),
+                "config": to_dict(self.cfg), "planner": to_dict(self._planner(self.pretrained).cfg),
+                "env_overrides": self.env_overrides, "heldout_windows": sum(int(b["actions"].shape[0])
+                                                                            for b in self.holdout),
+                "wall_s": time.perf_counter() - start, "torch_threads": torch.get_num_threads()}  # fmt: skip
+
+
+def summarise(results: dict[str, Any]) -> dict[str, Any]:
+    """Ratios the targets talk about, from the last minute mark of each method."""
+    zero = results["zero_shot"]
+    out: dict[str, Any] = {}
+    for method, res in results.items():
+        if method == "zero_shot":
+            continue
+        last_metric, last_err = res["metric"][-1], res["latent_error"][-1]
+        out[method] = {
+            "minutes": res["minutes"][-1],
+            "metric_ratio_vs_zero_shot": last_metric / zero["metric"][0] if zero["metric"][0] else None,
+            "latent_error_ratio_zero_shot_over_method": zero["latent_error"][0] / last_err if last_err else None,
+        }
+    return out
+
+
+def plot(report: dict[str, Any], path: Path) -> None:
+    """Task metric and held-out latent error vs minutes of experience, one line per method."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    last = max(max(r["minutes"]) for r in report["results"].values())
+    for method, res in report["results"].items():
+        xs = [0.0, last] if method == "zero_shot" else res["minutes"]
+        for ax, key in zip(axes, ("metric", "latent_error"), strict=True):
+            ys = [res[key][0]] * 2 if method == "zero_shot" else res[key]
+            ax.plot(xs, ys, "--" if method == "zero_shot" else "-o", label=method)
+    axes[0].set_ylabel(report["metric"])
+    axes[1].set_ylabel("held-out latent error (MSE)")
+    for ax in axes:
+        ax.set_xlabel("minutes of experience in the shifted task")
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.suptitle(f"adaptation on {report['task']}")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="simdist bench adaptation", description=__doc__.splitlines()[0])
+    parser.add_argument("--task", default="go2/ptfe_slope")
+    parser.add_argument("--checkpoint", type=Path, help="pretrained checkpoint (default: checkpoints/<robot>)")
+    parser.add_argument("--minutes", default="0,1,2,4", help="cumulative minutes of experience, e.g. 0,5,10,20,30")
+    parser.add_argument("--methods", default="dynamics_only,full_finetune")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="AdaptationConfig override, e.g. eval_episodes=2, finetune.steps=200")  # fmt: skip
+    parser.add_argument("--env", dest="env_set", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--planner", dest="planner_set", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--workdir", type=Path, help="where experience is stored (default: next to --json)")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--json", type=Path, required=True)
+    parser.add_argument("--plot", type=Path)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str]) -> int:
+    """Entry point of ``simdist bench adaptation``."""
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    args = _parse(argv)
+    torch.set_num_threads(args.threads)
+    from simdist_core.checkpoint import load_checkpoint
+
+    overrides = parse_overrides(args.overrides)
+    overrides["task"], overrides["minutes"] = args.task, args.minutes
+    cfg = apply_overrides(AdaptationConfig(), overrides)
+    checkpoint = args.checkpoint or Path(__file__).resolve().parents[4] / "checkpoints" / args.task.split("/")[0]
+    model, _ = load_checkpoint(checkpoint)
+    workdir = args.workdir or args.json.with_name(args.json.stem + "_work")
+    if workdir.exists() and any(workdir.iterdir()):
+        print(f"simdist bench adaptation: workdir {workdir} is not empty; pass a fresh --workdir", file=sys.stderr)
+        return 2
+    methods = tuple(m for m in args.methods.split(",") if m)
+    unknown = sorted(set(methods) - set(METHODS))
+    if unknown:
+        print(f"unknown methods {unknown}; valid: {sorted(METHODS)}", file=sys.stderr)
+        return 2
+    bench = Benchmark(model, cfg, workdir, parse_overrides(args.env_set), parse_overrides(args.planner_set))
+    report = bench.run(methods)
+    report["checkpoint"] = str(checkpoint)
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(report, indent=1, default=_json_default))
+    if args.plot:
+        plot(report, args.plot)
+    _print_table(report)
+    return 0
+
+
+def _print_table(report: dict[str, Any]) -> None:
+    print(f"{'method':<15} {'minutes':>8} {report['metric']:>20} {'latent_error':>14}")
+    for method, res in report["results"].items():
+        for m, v, e in zip(res["minutes"], res["metric"], res["latent_error"], strict=True):
+            print(f"{method:<15} {m:>8.2f} {v:>20.3f} {e:>14.5f}")
+    print(f"wall time {report['wall_s']:.0f} s")
+
+
+def _json_default(value: object) -> object:
+    if isinstance(value, np.generic):
+        return value.item()
+    return str(value)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,48 @@
+"""Adaptation benchmark on a tiny budget: real shifted task, real planner, real finetuning; checks the report."""
+
+import json
+
+import pytest
+import torch
+from _train_testlib import tiny_model
+from simdist_core.checkpoint import save_checkpoint
+from simdist_core.eval.adaptation import AdaptationConfig, main
+
+pytestmark = pytest.mark.timeout(900)
+
+SMALL_PLANNER = ["horizon=8", "num_samples=8", "num_pi_samples=4", "iterations=1", "num_elites=4"]
+
+
+def test_config_validates_minutes():
+    with pytest.raises(ValueError, match="minutes"):
+        AdaptationConfig(minutes=(1.0, 2.0))
+    with pytest.raises(ValueError, match="minutes"):
+        AdaptationConfig(minutes=(0.0, 2.0, 1.0))
+
+
+def test_benchmark_cli_reports_all_methods(tmp_path):
+    torch.set_num_threads(1)
+    ckpt = tmp_path / "ckpt"
+    save_checkpoint(ckpt, tiny_model("go2"), version=1)
+    out, png = tmp_path / "adapt.json", tmp_path / "adapt.png"
+    # 0.04 min = 120 control steps of experience per method; tiny evaluation and finetuning budgets
+    argv = ["--task", "go2/ptfe_slope", "--checkpoint", str(ckpt), "--minutes", "0,0.04", "--json", str(out),
+            "--plot", str(png), "--set", "eval_episodes=1", "--set", "eval_s=0.3", "--set", "heldout_episodes=2",
+            "--set", "episode_s=1", "--set", "heldout_windows=64", "--set", "finetune.steps=15",
+            "--set", "finetune.batch_size=16", "--set", "finetune.holdout_fraction=0.3",
+            *[a for p in SMALL_PLANNER for a in ("--planner", p)]]
+    assert main(argv) == 0
+    report = json.loads(out.read_text())
+    assert report["task"] == "go2/ptfe_slope" and report["metric"] == "forward_progress_m"
+    results = report["results"]
+    assert set(results) == {"zero_shot", "dynamics_only", "full_finetune"}
+    zero = results["zero_shot"]
+    for method in ("dynamics_only", "full_finetune"):
+        res = results[method]
+        assert res["minutes"] == [0.0, 0.04]
+        assert len(res["metric"]) == len(res["latent_error"]) == 2
+        # minute 0 is the pretrained model, i.e. the zero-shot measurement
+        assert res["metric"][0] == zero["metric"][0] and res["latent_error"][0] == zero["latent_error"][0]
+        assert res["latent_error"][1] > 0 and isinstance(res["gate"][1]["passed"], bool)
+    assert png.stat().st_size > 1000
+    assert main(argv) == 2, "a non-empty workdir is refused (experience from two runs must not mix)"
