@@ -85,3 +85,42 @@ def test_sim_robot_publishes_sensors_and_follows_commands(robot):
         obs.close()
         rc = node.stop()
     assert rc == 0, f"sim_robot_node did not exit cleanly (rc={rc}):\n{node.log()[-3000:]}"
+
+
+@pytest.mark.timeout(240)
+def test_sim_robot_resets_on_fall_and_applies_overrides():
+    """Overrides reach the env (fall_height_m=0.25, just under standing height) and a crouch command makes the
+    Go2 'fall': the node resets the task, logs it and counts it."""
+    if not _task_available("go2/flat"):
+        pytest.skip("task go2/flat not registered yet")
+    ns = unique_namespace("fall")
+    params = {"task": "go2/flat", "overrides": ["fall_height_m=0.25"], "real_time_factor": 1.0}
+    node = NodeProcess("sim_robot_node", params, "sim_robot", ns)
+    obs = Observer(ns)
+    try:
+        diags = obs.collect(DiagnosticArray, topics.DIAGNOSTICS, qos.RELIABLE)
+        cmd_pub = obs.publisher(Float64MultiArray, topics.COMMAND, qos.command(50.0))
+        crouch = np.tile([0.0, 1.0, -1.0], 4)  # thighs forward, calves folded: the base drops below 0.25 m
+
+        def falls():
+            return int(diag_values(diags, "sim robot").get("falls", "0"))
+
+        send = lambda: cmd_pub.publish(msgs.make_float64_array(crouch))  # noqa: E731
+        assert obs.spin_until(lambda: falls() >= 1 or not node.alive(), 120.0, on_spin=send), node.log()[-3000:]
+        values = diag_values(diags, "sim robot")
+        assert int(values["episodes"]) >= 2, values
+        assert "robot fell" in node.log() and "resetting the task" in node.log()
+    finally:
+        obs.close()
+        rc = node.stop()
+    assert rc == 0, node.log()[-3000:]
+
+
+def test_sim_robot_refuses_unknown_task():
+    node = NodeProcess("sim_robot_node", {"task": "go2/no_such_task"}, "sim_robot", unique_namespace("bad"))
+    try:
+        rc = node.proc.wait(timeout=120)
+    finally:
+        node.stop()
+    assert rc == 1
+    assert "unknown task 'go2/no_such_task'" in node.log() and "valid tasks" in node.log()

@@ -170,8 +170,7 @@ class EncoderNode(Node):
             obs, obs_t_ns = self._observation(now_ns)
             self.history.record_action(self._executed)
             self.history.push(obs)
-            with torch.inference_mode():
-                latent = self.model.encode(self.history.model_input(self.params.device))
+            latent = self._encode()
             z = latent.z[0].cpu().numpy()  # (D,)
             context = latent.context[0].cpu().numpy()  # (S, W)
             if not (np.all(np.isfinite(z)) and np.all(np.isfinite(context))):
@@ -185,6 +184,13 @@ class EncoderNode(Node):
         self.counts["latents"] += 1
         self._last_skip, self._last_skip_kind = "", ""
         self.stats.stop()
+
+    def _encode(self) -> Any:  # noqa: ANN401  (simdist_core.models.Latent)
+        try:
+            with torch.inference_mode():
+                return self.model.encode(self.history.model_input(self.params.device))
+        except (ValueError, KeyError, RuntimeError) as exc:  # validated again by the model: report, skip
+            raise SkipTick("encoder_error", f"encoder refused the window: {exc}") from None
 
     def _observation(self, now_ns: int) -> tuple[dict[str, np.ndarray], int]:
         """Validate and convert the newest messages into one observation; raises SkipTick."""

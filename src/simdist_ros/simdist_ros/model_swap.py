@@ -139,10 +139,21 @@ class ModelSwapper:
             model, version = self._candidate
             self._candidate = None
             self._in_swap = self._pending is not None
-        planner.swap_model(model)
+        try:
+            planner.swap_model(model)
+        except ValueError as exc:  # the planner refuses the layout: keep running the old model
+            self._refuse(str(exc))
+            return None
         self.model, self.version = model, version
         self._counts["swaps"] += 1
         return version
+
+    def _refuse(self, reason: str) -> None:
+        with self._cond:
+            self._counts["swaps_refused"] += 1
+            self.last_refusal = reason
+            self._in_swap = self._pending is not None or self._candidate is not None
+        self._logger.error(f"refused model update, keeping version {self.version}: {reason}")
 
     def counts(self) -> dict[str, object]:
         """Swap counters and the last refusal reason for diagnostics."""
@@ -168,11 +179,7 @@ class ModelSwapper:
             try:
                 model, version = self._verify(text)
             except Exception as exc:  # noqa: BLE001  (any failure means: refuse, keep the old model)
-                with self._cond:
-                    self._counts["swaps_refused"] += 1
-                    self.last_refusal = str(exc)
-                    self._in_swap = self._pending is not None or self._candidate is not None
-                self._logger.error(f"refused model update, keeping version {self.version}: {exc}")
+                self._refuse(str(exc))
                 continue
             if model is None:
                 with self._cond:

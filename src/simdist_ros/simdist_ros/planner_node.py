@@ -192,7 +192,7 @@ class PlannerNode(Node):
 
             result = self.planner.plan_latent(Latent.from_numpy(blocks["z"], blocks["context"], self._device))
             action = np.asarray(_numpy(result.action), np.float64).reshape(-1)
-        except (RuntimeError, ValueError) as exc:  # boundary: hold, log throttled, report
+        except Exception as exc:  # noqa: BLE001  (callback boundary: hold, log throttled, report; never die)
             self.get_logger().error(f"planner failed, holding: {exc}", throttle_duration_sec=1.0)
             return self._hold_action("planner_errors", f"planner error: {exc}"), None
         if action.shape != self._hold.shape or not np.all(np.isfinite(action)):

@@ -75,7 +75,7 @@ ROWS = (
     P("overrides", (), "Env config overrides key=value, e.g. terrain.friction=0.2", read_only=True),
     P("seed", 0, "Seed of the first reset", lo=0, hi=2**31 - 1, read_only=True),
     P("real_time_factor", 1.0, "Sim seconds per wall second; 0 = as fast as possible", lo=0.0, hi=1000.0),
-    P("command_timeout_s", 0.1, "Sim seconds after which a command is stale (watchdog)", lo=0.0, hi=10.0),
+    P("command_timeout_s", 0.2, "Sim seconds after which a command is stale (watchdog)", lo=0.0, hi=10.0),
     P("reset_on_fall", True, "Reset the task when the robot falls"),
     P("publish_task_command", True, "Publish the task's command on cmd_vel (Go2)"),
     P("diagnostics_period_s", 1.0, "Diagnostics period in wall seconds", lo=0.05, hi=60.0, read_only=True),
