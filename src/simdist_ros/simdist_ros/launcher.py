@@ -12,6 +12,7 @@ Exit status: 0 if every node exited 0 after a requested shutdown, 1 otherwise.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.metadata
 import json
 import os
@@ -91,10 +92,12 @@ class GraphProcess:
         arguments: launch-argument values over the graph defaults.
         log_dir: if set, each node's stdout/stderr goes to ``<log_dir>/<node>.log``; else inherited.
         env: extra environment variables for the nodes (e.g. ``ROS_DOMAIN_ID``).
+        parameters: extra per-node parameters ``{node: {name: value}}`` over the params file and graph.
     """
 
     def __init__(self, graph: Graph, arguments: Mapping[str, str] | None = None, log_dir: Path | None = None,
-                 env: Mapping[str, str] | None = None) -> None:
+                 env: Mapping[str, str] | None = None,
+                 parameters: Mapping[str, Mapping[str, Any]] | None = None) -> None:
         self.graph = graph
         self.arguments = dict(arguments or {})
         if "checkpoint" in graph.defaults() and not self.arguments.get("checkpoint"):
@@ -102,7 +105,14 @@ class GraphProcess:
         if "output_dir" in graph.defaults():
             out = Path(self.arguments.get("output_dir") or graph.defaults()["output_dir"])
             self.arguments["output_dir"] = str(out if out.is_absolute() else Path.cwd() / out)
-        self.nodes = [n for n in graph.resolve(self.arguments) if not n.external]
+        extra = {k: dict(v) for k, v in (parameters or {}).items()}
+        resolved = graph.resolve(self.arguments)
+        unknown = set(extra) - {n.name for n in resolved}
+        if unknown:
+            raise GraphError(f"parameters for nodes {sorted(unknown)} that this graph does not start; "
+                             f"nodes: {[n.name for n in resolved]}")
+        self.nodes = [dataclasses.replace(n, parameters={**n.parameters, **extra.get(n.name, {})})
+                      for n in resolved if not n.external]
         self.skipped = [n.name for n in graph.resolve(self.arguments) if n.external]
         self.log_dir = log_dir
         self.env = {**os.environ, **(env or {})}
@@ -212,6 +222,8 @@ def _parser(graph: Graph | None) -> argparse.ArgumentParser:
     p.add_argument("--checkpoint", help="checkpoint directory (checkpoint:=...)")
     p.add_argument("--output-dir", help="output directory (output_dir:=...)")
     p.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE", help="any other launch argument")
+    p.add_argument("--param", action="append", default=[], metavar="NODE.NAME=VALUE",
+                   help="override a node parameter (YAML value), e.g. sim_robot.real_time_factor=0.5")
     p.add_argument("--duration-s", type=float, help="stop after this many seconds")
     p.add_argument("--log-dir", type=Path, help="write each node's output to <log-dir>/<node>.log")
     p.add_argument("--dry-run", action="store_true", help="print the commands and exit")
@@ -242,13 +254,24 @@ def _arguments(ns: argparse.Namespace) -> dict[str, str]:
     return args
 
 
+def _parameters(pairs: list[str]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        node, dot, name = key.partition(".")
+        if not sep or not dot or not node or not name:
+            raise GraphError(f"--param {pair!r} is not NODE.NAME=VALUE (e.g. sim_robot.real_time_factor=0.5)")
+        out.setdefault(node, {})[name] = yaml.safe_load(value)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``simdist launch``."""
     argv = list(sys.argv[1:] if argv is None else argv)
     ns = _parser(None).parse_args(argv)
     try:
         graph = load_graph(ns.robot)
-        proc = GraphProcess(graph, _arguments(ns), log_dir=ns.log_dir)
+        proc = GraphProcess(graph, _arguments(ns), log_dir=ns.log_dir, parameters=_parameters(ns.param))
     except (GraphError, KeyError) as exc:
         print(f"simdist launch: {exc}", file=sys.stderr)
         return 2

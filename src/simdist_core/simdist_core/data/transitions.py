@@ -50,6 +50,8 @@ class SensorError(ValueError):
 
 
 def _stamp_ns(msg: Any) -> int:  # noqa: ANN401  (rclpy or rosbags message)
+    if not hasattr(msg, "header"):  # cmd_vel (Twist) has no stamp; it is optional and never staleness-checked
+        return 0
     stamp = msg.header.stamp
     return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
 
@@ -239,7 +241,7 @@ class TransitionAssembler:
         """Remember the latest message of one sensor kind (rejected messages are counted, not stored)."""
         try:
             self._latest[kind] = (_stamp_ns(msg), EXTRACTORS[kind](msg, self.spec))
-        except SensorError as exc:
+        except (SensorError, AttributeError, TypeError, ValueError) as exc:  # anything on DDS may be malformed
             self._drop(f"bad_{kind}")
             log.warning("sensor %s rejected: %s", kind, exc)
 
