@@ -15,6 +15,16 @@ from simdist_core import checkpoint as ckpt
 SMALL = WorldModelConfig(latent_dim=16, width=16, heads=2, ffn=32, encoder_hidden=32, policy_layers=1)
 
 
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """The CI machine has 2 shared cores: 2 intra-op threads contend with everything else running."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+
 def _make_model(spec=GO2, seed=0):
     torch.manual_seed(seed)
     model = WorldModel(spec, SMALL)

@@ -13,6 +13,16 @@ from simdist_core.robots import GO2
 from torch import nn
 
 SMALL = WorldModelConfig(latent_dim=16, width=16, heads=2, ffn=32, encoder_hidden=32, policy_layers=1)
+
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """The CI machine has 2 shared cores: 2 intra-op threads contend with everything else running."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
 GOAL = torch.tensor([0.3, -0.2])
 OPTIMUM_A0 = 2 * GOAL  # (0.6, -0.4): inside the bounds, so the optimum is interior
 
