@@ -5,6 +5,13 @@ transformer), scores them with discounted reward plus terminal value, and refits
 softmax-weighted elites. The first action of the final mean is executed; the whole mean, shifted
 by one step, warm-starts the next tick until ``reset()``.
 
+Differences from TD-MPC2's ``_plan``, each for the CPU budget or for safety: policy-prior candidates and the
+warm-start mean are rolled out once per tick and stay in every iteration's elite pool (deterministic, so
+re-rolling them would waste the budget); the executed action is the mean's first action (not a sampled
+elite); non-finite returns are excluded and, if nothing finite is left, the planner holds (zero action).
+Candidates share one context: ``layers.Attention`` projects its keys/values once instead of N times,
+which measured 21-25 % less CPU time for dynamics + reward + value at N = 40 and N = 472.
+
 The planner only calls this interface of the model (``WorldModel`` has it; tests use an analytic
 stand-in): ``spec.action_dim``, ``spec.horizon``, ``encode(obs)``, ``predict(latent, actions)``,
 ``reward(latent, zs, actions)``, ``value(latent, zs)``, ``pi(latent)``, ``decode_probe(z)``.
@@ -78,10 +85,12 @@ class PlannerConfig:
 PRESETS: dict[str, PlannerConfig] = {
     # The authors' Go2 budget: 472 candidates x 8 iterations = 3,776 rollouts per tick (GPU, 50 Hz).
     "reference": PlannerConfig(),
-    # Measured on the project's 2-core AMD EPYC with the reference-size model (see planning/bench.py and
-    # the MODELS report): p99 <= 20 ms per tick with torch threads = 1..2. Policy-prior heavy.
-    # One iteration: the Gaussian samples search around the warm start (hence max_std 0.5: with std 2 and a
-    # single refit, clipped samples are mostly bang-bang), the policy prior supplies the rest.
+    # The largest budget that held p99 <= 20 ms per tick at H 25 with the reference-size model on the project's
+    # 2-core AMD EPYC, torch threads = 1, machine otherwise idle (load 0.4): 8 prior + 1 warm-start + 32 Gaussian
+    # rollouts, p50 15.7 ms, p99 16.8 ms (`simdist bench planner --preset cpu`). 16 + 8 x 2 iterations measured
+    # p50 17.1 / p99 24 ms, 48 + 16 x 1 p50 26 ms. Two threads were no faster once other processes ran (p99 > 0.2 s).
+    # One iteration, so the Gaussian samples search close to the warm start (max_std 0.5: with std 2 and a single
+    # refit, clipped samples are mostly bang-bang); the policy prior supplies the rest.
     "cpu": PlannerConfig(num_samples=32, num_pi_samples=8, iterations=1, num_elites=8, max_std=0.5),
 }
 
