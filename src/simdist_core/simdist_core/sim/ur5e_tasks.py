@@ -1,0 +1,65 @@
+"""UR5e task registry entries: peg insertion and table-leg threading, nominal and "real world" shifted.
+
+``make_env("ur5e/peg", {"fixture.grid": "wide", "shift.latency_steps": "2"})`` overrides any field of
+``UR5eTaskConfig`` (``simdist_core.sim.ur5e_env``) with ``simdist_core.config.apply_overrides``.
+
+The shifted variants stand in for the real robot: actions arrive 2 control steps (100 ms) late, the
+servos are half as stiff, the part is 6x heavier (0.3 kg peg, not gravity-compensated) and friction
+is doubled (1.0). Each alone barely hurts the closed-loop expert (notes: latency, gain and low
+friction 100%); combined they make the nominal expert and any planner trained on nominal data
+measurably worse (numbers in the helper report and ``measure_expert``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+
+from simdist_core.config import apply_overrides
+from simdist_core.sim.base import register_task
+from simdist_core.sim.ur5e_env import ShiftConfig, UR5eInsertEnv, UR5eTaskConfig
+from simdist_core.sim.ur5e_scene import SceneConfig
+
+REAL_WORLD_SHIFT = ShiftConfig(latency_steps=2, servo_gain_scale=0.5, part_mass_scale=6.0, friction_scale=2.0)
+"""Contact/actuation shift of the ``*_shifted`` tasks."""
+
+PEG = UR5eTaskConfig(task="peg", episode_s=15.0)
+"""20 mm square peg, 21 mm square hole 30 mm deep; success = tip 20 mm in."""
+TABLE_LEG = UR5eTaskConfig(
+    task="table_leg",
+    episode_s=25.0,
+    scene=SceneConfig(part="round", part_half_width_m=0.012, part_length_m=0.09),
+    start_wrist3_rad=-4.0,  # wrist_3 turns +10.2 rad before its limit: room for 1.5 clockwise turns (9.4 rad)
+)
+"""24 mm round leg (32-sided prism), 25 mm square hole; success = 1.5 clockwise turns while threaded."""
+
+DEFAULT_CONFIGS: dict[str, UR5eTaskConfig] = {
+    "ur5e/peg": PEG,
+    "ur5e/table_leg": TABLE_LEG,
+    "ur5e/peg_shifted": replace(PEG, shift=REAL_WORLD_SHIFT),
+    "ur5e/table_leg_shifted": replace(TABLE_LEG, shift=REAL_WORLD_SHIFT),
+}
+"""Task id -> default config (one table: the registry builds from it)."""
+
+
+def make_ur5e_env(task_id: str, overrides: Mapping[str, str] | None = None) -> UR5eInsertEnv:
+    """Build a UR5e task from its default config plus ``--set`` overrides.
+
+    Raises:
+        KeyError: unknown UR5e task id (lists the valid ones).
+        ValueError: unknown override key or bad value (from the config's validation).
+    """
+    if task_id not in DEFAULT_CONFIGS:
+        raise KeyError(f"unknown UR5e task {task_id!r}; valid: {sorted(DEFAULT_CONFIGS)}")
+    return UR5eInsertEnv(task_id, apply_overrides(DEFAULT_CONFIGS[task_id], overrides or {}))
+
+
+def _builder(task_id: str):  # noqa: ANN202  (an EnvBuilder closure)
+    def build(overrides: Mapping[str, str] | None = None) -> UR5eInsertEnv:
+        return make_ur5e_env(task_id, overrides)
+
+    return build
+
+
+for _task_id in DEFAULT_CONFIGS:
+    register_task(_task_id, _builder(_task_id))
