@@ -281,9 +281,16 @@ class Go2Env:
 
     def observation(self) -> dict[str, np.ndarray]:
         """Observation dict (``robots.GO2`` layout), with observation noise when randomisation is on."""
-        sensors = self.sensors()
-        proprio = proprio_from_sensors(sensors, self.command, self.gait_phase())
-        height_map = sensors["height_map"]
+        d, sc = self.data, self.scene
+        sensors = {  # the subset of ``sensors()`` the observation needs
+            "base_lin_vel": quat_to_rotmat(d.qpos[3:7]).T @ d.qvel[0:3],
+            "imu_gyro": d.sensordata[sc.gyro_adr],
+            "imu_quat": d.qpos[3:7],
+            "joint_pos": d.qpos[sc.qpos_adr],
+            "joint_vel": d.qvel[sc.dof_adr],
+        }
+        proprio = proprio_from_sensors(sensors, self.command, self.gait_phase(), check=False)
+        height_map = self._height_map()
         dr = self.config.randomization
         if dr.enabled:
             proprio = proprio + self._rng.normal(0.0, dr.proprio_noise_std, proprio.shape).astype(

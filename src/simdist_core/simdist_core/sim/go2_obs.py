@@ -71,7 +71,9 @@ def gait_phase_rad(time_s: float, gait_period_s: float) -> float:
     return 2 * math.pi * ((time_s / gait_period_s) % 1.0)
 
 
-def proprio_from_sensors(sensors: dict[str, np.ndarray], command: np.ndarray, phase_rad: float) -> np.ndarray:
+def proprio_from_sensors(
+    sensors: dict[str, np.ndarray], command: np.ndarray, phase_rad: float, *, check: bool = True
+) -> np.ndarray:
     """The (35,) float32 proprio vector (layout in the module docstring).
 
     Args:
@@ -80,10 +82,31 @@ def proprio_from_sensors(sensors: dict[str, np.ndarray], command: np.ndarray, ph
         command: (3,) task command (vx, vy, yaw rate); not part of the Go2 proprio, checked only so
             callers pass the same arguments for every robot.
         phase_rad: gait clock phase (``gait_phase_rad``).
+        check: validate keys, shapes and finiteness (the sim env skips it for speed; external callers
+            such as the encoder node keep it on).
 
     Raises:
         ValueError: a missing key, a wrong shape or a non-finite value (named in the message).
     """
+    if check:
+        _check_sensors(sensors, command, phase_rad)
+    quat = np.asarray(sensors["imu_quat"], dtype=np.float64)
+    quat = quat / max(float(np.linalg.norm(quat)), 1e-9)
+    gravity_body = quat_to_rotmat(quat).T @ np.array([0.0, 0.0, -1.0])
+    out = np.concatenate(
+        [
+            sensors["base_lin_vel"],
+            sensors["imu_gyro"],
+            gravity_body,
+            np.asarray(sensors["joint_pos"]) - DEFAULT_POSE_RAD,
+            sensors["joint_vel"],
+            [math.cos(phase_rad), math.sin(phase_rad)],
+        ]
+    )
+    return out.astype(np.float32)
+
+
+def _check_sensors(sensors: dict[str, np.ndarray], command: np.ndarray, phase_rad: float) -> None:
     expected = {"base_lin_vel": 3, "imu_gyro": 3, "imu_quat": 4, "joint_pos": 12, "joint_vel": 12}
     for key, width in expected.items():
         if key not in sensors:
@@ -97,20 +120,6 @@ def proprio_from_sensors(sensors: dict[str, np.ndarray], command: np.ndarray, ph
         raise ValueError(f"command must have shape ({GO2.command_dim},), got {np.asarray(command).shape}")
     if not math.isfinite(phase_rad):
         raise ValueError(f"phase_rad must be finite, got {phase_rad}")
-    quat = np.asarray(sensors["imu_quat"], dtype=np.float64)
-    quat = quat / max(np.linalg.norm(quat), 1e-9)
-    gravity_body = quat_to_rotmat(quat).T @ np.array([0.0, 0.0, -1.0])
-    out = np.concatenate(
-        [
-            sensors["base_lin_vel"],
-            sensors["imu_gyro"],
-            gravity_body,
-            np.asarray(sensors["joint_pos"]) - DEFAULT_POSE_RAD,
-            sensors["joint_vel"],
-            [math.cos(phase_rad), math.sin(phase_rad)],
-        ]
-    )
-    return out.astype(np.float32)
 
 
 def _height_map_grid() -> tuple[np.ndarray, np.ndarray]:
