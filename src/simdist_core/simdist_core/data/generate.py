@@ -267,7 +267,11 @@ def main(argv: list[str]) -> int:
     print(json.dumps(to_dict(cfg), indent=1))
     shards = [args.shard] if args.shard is not None else list(range(cfg.num_shards))
     t0 = time.perf_counter()
-    added = run(cfg, args.out, shards, args.workers, fsync=not args.no_fsync)
+    try:
+        added = run(cfg, args.out, shards, args.workers, fsync=not args.no_fsync)
+    except (ValueError, KeyError, RuntimeError) as exc:  # bad task/override, config mismatch, unresumable shard
+        print(f"simdist generate: {exc}", file=sys.stderr)
+        return 2
     elapsed = time.perf_counter() - t0
     from simdist_core.data.dataset import Dataset
 
