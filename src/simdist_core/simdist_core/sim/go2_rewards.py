@@ -69,7 +69,7 @@ def value_features(
     domain: dict[str, float],
     terrain_params: dict[str, float],
     data: mujoco.MjData,
-    scene: Any,  # noqa: ANN401  (go2._Scene; typed loosely to avoid an import cycle)
+    scene: Any,  # go2_scene.Go2Scene (typed loosely to avoid an import cycle)
     time_fraction: float,
 ) -> np.ndarray:
     """Fixed-width (49,) float32 privileged features for fitting a value function (``VALUE_FEATURE_NAMES``)."""
