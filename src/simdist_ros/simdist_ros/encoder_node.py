@@ -12,7 +12,8 @@ every tick instead of only z, so the planner needs no copy of the encoder or the
 encoder node is the only place observations become latents. Over loopback DDS that costs ~1 ms.
 
 Subscriptions only store the newest raw message; the tick validates and converts them. Any missing,
-late (older than ``max_input_age_ticks`` periods), non-finite or mis-shaped input skips the tick: no
+late (older than ``max_input_age_ticks`` periods; ``max_image_age_ticks`` for the height map / camera, which
+real robots often produce at a lower rate), non-finite or mis-shaped input skips the tick: no
 latent is published from bad input, the reason is logged (throttled) and counted in diagnostics. A tick
 with no new ``joint_states`` sample skips quietly so that the history gets exactly one row per sample.
 
@@ -38,7 +39,7 @@ from std_msgs.msg import Float32MultiArray, Float64MultiArray
 
 from simdist_ros import msgs, qos, topics
 from simdist_ros.model_swap import load_model
-from simdist_ros.params import P, declare_table
+from simdist_ros.params import P, TunableParams, declare_table
 from simdist_ros.runtime import TickStats, manifest_get, resolve_checkpoint, run_node, setup_torch
 from simdist_ros.sensors import SENSOR_TOPICS, joint_names, obs_from_messages
 
@@ -56,7 +57,9 @@ class EncoderParams:
     control_hz: float
     """Tick rate; 0 = the robot spec's control rate."""
     max_input_age_ticks: float
-    """A sensor sample older than this many control periods is late -> skip."""
+    """A proprioceptive sample older than this many control periods is late -> skip."""
+    max_image_age_ticks: float
+    """Height map / camera age limit in control periods (exteroception may run slower)."""
     gait_period_s: float
     """Go2 gait clock period (must match the data the model was trained on)."""
     default_command: tuple[float, ...]
@@ -76,7 +79,8 @@ ROWS = (
     P("checkpoint", "", "Checkpoint directory; empty = <repo>/checkpoints/<robot>", read_only=True),
     P("device", "cpu", "Torch device", read_only=True),
     P("control_hz", 0.0, "Tick rate in Hz; 0 = the robot spec's rate", lo=0.0, hi=1000.0, read_only=True),
-    P("max_input_age_ticks", 3.0, "Sensor age (control periods) beyond which a tick is skipped", lo=1.0, hi=100.0),
+    P("max_input_age_ticks", 3.0, "Proprio age limit (control periods)", lo=1.0, hi=100.0),
+    P("max_image_age_ticks", 10.0, "Height map / camera age limit (control periods)", lo=1.0, hi=1000.0),
     P("gait_period_s", 0.3, "Go2 gait clock period in seconds", lo=0.15, hi=1.5, read_only=True),
     P("default_command", (0.5, 0.0, 0.0), "Task command until cmd_vel arrives (Go2: vx m/s, vy m/s, yaw rad/s)"),
     P("diagnostics_period_s", 1.0, "Diagnostics period in seconds", lo=0.05, hi=60.0, read_only=True),
@@ -85,6 +89,9 @@ ROWS = (
 
 _MSG_TYPES = {"joint_states": JointState, "imu": Imu, "odom": Odometry, "height_map": Image, "camera": Image,
               "wrench": WrenchStamped}  # fmt: skip
+
+
+_EXTERO = ("height_map", "camera")
 
 
 class SkipTick(Exception):  # noqa: N818  (control flow, not an error of the caller)
@@ -100,7 +107,9 @@ class EncoderNode(Node):
 
     def __init__(self, node_name: str = "encoder") -> None:
         super().__init__(node_name)
-        self.params = params = declare_table(self, ROWS, EncoderParams)
+        params = declare_table(self, ROWS, EncoderParams)
+        self._tunable = TunableParams(self, ROWS, params, on_change=self._on_params)
+        self._got_cmd_vel = False
         setup_torch(params.torch_threads)
         path = resolve_checkpoint(params.checkpoint, params.robot)
         self.model, manifest = load_model(path, params.device)
@@ -143,6 +152,11 @@ class EncoderNode(Node):
         self.create_timer(params.diagnostics_period_s, self._publish_diagnostics, callback_group=io_group)
         self.get_logger().info(f"encoder for {self.spec.name} at {self.control_hz:g} Hz, checkpoint {path}")
 
+    @property
+    def params(self) -> EncoderParams:
+        """Current parameter values (age limits and default command are live-tunable)."""
+        return self._tunable.current
+
     # ---- inputs (store only) -----------------------------------------------------------------------
     def _store(self, key: str) -> Any:  # noqa: ANN401  (a subscription callback)
         def callback(msg: Any) -> None:  # noqa: ANN401
@@ -156,9 +170,14 @@ class EncoderNode(Node):
         except msgs.MessageError as exc:
             self._skip_log("bad_executed_command", str(exc))
 
+    def _on_params(self, params: EncoderParams) -> None:
+        if not self._got_cmd_vel and self.spec.command_dim:
+            self._command = np.asarray(params.default_command[: self.spec.command_dim], np.float32)
+
     def _on_cmd_vel(self, msg: Twist) -> None:
         try:
             self._command = msgs.twist_to_command(msg)
+            self._got_cmd_vel = True
         except msgs.MessageError as exc:
             self._skip_log("bad_cmd_vel", str(exc))
 
@@ -199,12 +218,13 @@ class EncoderNode(Node):
         if missing:
             raise SkipTick("waiting_for_input", f"no message yet on {missing}")
         stamps = {k: msgs.stamp_to_ns(m.header.stamp) for k, m in latest.items()}
-        obs_t_ns = min(stamps.values())
+        obs_t_ns = stamps["joint_states"]  # the latent's time is the proprio time (what dynamics step from)
         self._input_age_s = (now_ns - obs_t_ns) * 1e-9
-        late = [k for k, t in stamps.items() if now_ns - t > self.params.max_input_age_ticks * self.period_ns]
+        limits = {k: self.params.max_image_age_ticks if k in _EXTERO else self.params.max_input_age_ticks
+                  for k in stamps}  # fmt: skip
+        late = {k: round((now_ns - t) * 1e-9, 3) for k, t in stamps.items() if now_ns - t > limits[k] * self.period_ns}
         if late:
-            raise SkipTick("late_input", f"inputs {late} are older than {self.params.max_input_age_ticks:g} ticks "
-                                         f"(age {self._input_age_s:.3f} s)")  # fmt: skip
+            raise SkipTick("late_input", f"inputs older than their age limit (s): {late}")
         if stamps["joint_states"] == self._last_obs_ns:
             raise SkipTick("no_new_sample", "no new joint_states sample")
         if self._t0_ns is None:
