@@ -177,3 +177,35 @@ def test_shifted_variant_replays_nominal_actions_differently():
         ends.setdefault(task, []).append(env.privileged_state()["tcp_pos"].copy())
     assert np.allclose(ends["ur5e/peg"][0], ends["ur5e/peg"][1]), "nominal replay must be deterministic"
     assert np.linalg.norm(ends["ur5e/peg_shifted"][0] - ends["ur5e/peg"][0]) > 0.001
+
+
+def test_joint_command_matches_the_sim_ik_for_the_real_driver():
+    """The real driver runs the same IK on a kinematics-only MjData fed with measured joints."""
+    from simdist_core.sim.ur5e_scene import mujoco
+
+    env = _make()
+    env.reset(seed=0)
+    ll = env.sim.lowlevel
+    ll.apply_action(np.array([0.3, -0.2, 0.1, 0.4]), env.data)
+    mujoco.mj_forward(env.model, env.data)
+    ll.ik_step(env.data)
+    expected = env.data.ctrl[ll.act_ids].copy()
+    kin = mujoco.MjData(env.model)
+    command = ll.joint_command(kin, env.data.qpos[ll.qpos_adr].copy())
+    assert np.allclose(command, expected, atol=1e-9)
+
+
+def test_rendering_does_not_depend_on_mujoco_import_order():
+    """Regression: make_env imports the Go2 tasks (and mujoco) first, so MUJOCO_GL set by the UR5e
+    module came too late and mujoco.Renderer fell back to GLFW, which fails headless."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import mujoco\nfrom simdist_core.sim.base import make_env\n"
+            "env = make_env('ur5e/peg'); env.reset(seed=0)\n"
+            "print(float(env.step([0.0, 0.0, 0.0, 0.0]).obs['image'].std()))\n")
+    child_env = {k: v for k, v in os.environ.items() if k not in ("MUJOCO_GL", "PYOPENGL_PLATFORM", "DISPLAY")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=child_env, timeout=120)
+    assert out.returncode == 0, f"fix: OffscreenCamera owns an EGL context; stderr: {out.stderr[-800:]}"
+    assert float(out.stdout.strip().splitlines()[-1]) > 1.0

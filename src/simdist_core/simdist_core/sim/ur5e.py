@@ -17,6 +17,7 @@ import numpy as np
 
 from simdist_core.robots import UR5E
 from simdist_core.sim import ur5e_constants as consts
+from simdist_core.sim.ur5e_render import OffscreenCamera
 from simdist_core.sim.ur5e_scene import SceneConfig, build_ur5e_model, mujoco
 
 
@@ -131,6 +132,19 @@ class UR5eLowLevel:
         data.ctrl[self.act_ids] = np.clip(q + gain * dq, self.q_lo, self.q_hi)
 
 
+    def joint_command(self, data: mujoco.MjData, joint_pos_rad: np.ndarray) -> np.ndarray:
+        """Servo command (6,) rad for measured joints (real driver: kinematics-only ``data``, no physics).
+
+        The real driver calls ``apply_action`` once per action and this at ``ik_hz`` with the measured
+        joint angles, then sends the result with servoJ: the same controller as in simulation.
+        """
+        data.qpos[self.qpos_adr] = joint_pos_rad
+        mujoco.mj_kinematics(self.model, data)
+        mujoco.mj_comPos(self.model, data)
+        self.ik_step(data)
+        return data.ctrl[self.act_ids].copy()
+
+
 def proprio_from_sensors(sensors: dict[str, np.ndarray]) -> np.ndarray:
     """Encode raw sensors into one proprio row (23,) float32, layout ``robots.UR5E.proprio_fields``.
 
@@ -178,7 +192,7 @@ class UR5eSim:
         self.torque_adr = self.model.sensor_adr[torque_id]
         self.finger_act = self.model.actuator(consts.FINGER_ACTUATOR).id
         self._tare = np.zeros(6)
-        self._renderer: mujoco.Renderer | None = None
+        self._renderer: OffscreenCamera | None = None
         self._image_shape = UR5E.image_shape or (64, 64)
 
     # -- state -------------------------------------------------------------------------------------
@@ -231,12 +245,8 @@ class UR5eSim:
         if not self.render_enabled:
             return np.zeros((*self._image_shape, 3), dtype=np.uint8)
         if self._renderer is None:
-            self._renderer = mujoco.Renderer(self.model, *self._image_shape)
-            self._scene_option = mujoco.MjvOption()
-            self._renderer.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = False
-            self._renderer.scene.flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = False
-        self._renderer.update_scene(self.data, camera=consts.SCENE_CAMERA, scene_option=self._scene_option)
-        return self._renderer.render().copy()
+            self._renderer = OffscreenCamera(self.model, consts.SCENE_CAMERA, *self._image_shape)
+        return self._renderer.render(self.data)
 
     def sensors(self, *, image: bool = True) -> dict[str, np.ndarray]:
         """What a real UR5e + camera gives: joint_pos/vel (6,), tcp_pos (3,), tcp_quat (4,), wrench (6,), image."""

@@ -354,7 +354,13 @@ class UR5eInsertEnv:
         return {"proprio": proprio_from_sensors(raw), "image": raw["image"]}
 
     def privileged_state(self) -> dict[str, np.ndarray]:
-        """True state for experts, value labels and probes; ``value_features`` is (10,) float32."""
+        """True state for experts, value labels and probes.
+
+        ``value_features`` (10,) float32: tip position in the fixture frame relative to the hole top
+        (x, y, z) / 5 cm, yaw error (rad, square peg: modulo a quarter turn), depth / success depth,
+        lateral error / 1 cm, part contact force / 50 N (capped at 5), thread progress fraction,
+        success flag, elapsed fraction of the episode. ``probe`` = ``tcp_pos`` (3,) in the base frame.
+        """
         state = self._state()
         raw = self.sim.sensors(image=False)
         turns_frac = self.thread_progress_rad / (self.cfg.thread.turns * 2 * math.pi)
