@@ -8,7 +8,9 @@ Graph role (topics relative, see ``simdist_ros.topics``):
 
 The node owns simulated time: it runs on wall time itself (``use_sim_time`` false), steps the env one
 control period per loop in a worker thread, and publishes ``/clock`` so every other node can follow with
-``use_sim_time:=true``. ``real_time_factor`` paces the loop (1 = real time, 0 = as fast as the CPU allows).
+``use_sim_time:=true``. ``real_time_factor`` paces the loop (1 = real time, 0 = as fast as the CPU allows);
+``lockstep`` additionally waits for a command after every step, so a slow planner slows sim time instead of
+being overrun by it (results independent of the CPU).
 
 Safety, as in a real driver: a command older than ``command_timeout_s`` of sim time (or none at all)
 -> hold the default pose (zero action), counted and logged; out-of-range commands are clamped and
@@ -58,6 +60,11 @@ class SimRobotParams:
     """Sim seconds per wall second; 0 = as fast as possible."""
     command_timeout_s: float
     """Sim seconds after which a command is stale (watchdog -> default pose)."""
+    lockstep: bool
+    """After each step wait (wall clock) for the next command before stepping again: sim time then runs as
+    fast as the slowest node allows, so results do not depend on the CPU (``real_time_factor`` still caps it)."""
+    lockstep_timeout_s: float
+    """Wall seconds to wait for a command in lockstep mode before stepping anyway (watchdog applies)."""
     reset_on_fall: bool
     """Reset the task when the robot falls (else keep stepping the fallen robot)."""
     publish_task_command: bool
@@ -76,6 +83,8 @@ ROWS = (
     P("seed", 0, "Seed of the first reset", lo=0, hi=2**31 - 1, read_only=True),
     P("real_time_factor", 1.0, "Sim seconds per wall second; 0 = as fast as possible", lo=0.0, hi=1000.0),
     P("command_timeout_s", 0.2, "Sim seconds after which a command is stale (watchdog)", lo=0.0, hi=10.0),
+    P("lockstep", False, "Wait for a command after every step (CPU-independent sim time)"),
+    P("lockstep_timeout_s", 2.0, "Lockstep: wall seconds to wait for a command", lo=0.001, hi=600.0),
     P("reset_on_fall", True, "Reset the task when the robot falls"),
     P("publish_task_command", True, "Publish the task's command on cmd_vel (Go2)"),
     P("diagnostics_period_s", 1.0, "Diagnostics period in wall seconds", lo=0.05, hi=60.0, read_only=True),
@@ -101,6 +110,7 @@ class SimRobotNode(Node):
         self._command: tuple[np.ndarray, int] | None = None
         self._lock = threading.Lock()
         self._env_lock = threading.Lock()  # the sim thread steps, the diagnostics timer reads metrics
+        self._cmd_cond = threading.Condition()  # lockstep: the sim thread waits for the next command
         self.counts = {"steps": 0, "episodes": 1, "falls": 0, "time_limits": 0, "watchdog_holds": 0,
                        "clamped_commands": 0, "bad_commands": 0, "commands": 0}  # fmt: skip
         self._watchdog_active = True
@@ -145,6 +155,8 @@ class SimRobotNode(Node):
             return
         self._command = (action, self.sim_ns)
         self._count("commands")
+        with self._cmd_cond:
+            self._cmd_cond.notify_all()
 
     def _count(self, key: str) -> None:
         with self._lock:
@@ -184,7 +196,9 @@ class SimRobotNode(Node):
         next_wall = time.monotonic()
         while not self._stop.is_set():
             try:
+                before = self.counts["commands"]
                 self.step_once()
+                self._wait_for_command(before)
             except (ValueError, RuntimeError, FloatingPointError) as exc:  # e.g. unstable physics: reset, say so
                 self.get_logger().error(f"simulation step failed ({exc}); resetting the task")
                 with self._env_lock:
@@ -202,6 +216,16 @@ class SimRobotNode(Node):
         close = getattr(self.env, "close", None)
         if close is not None:
             close()  # in this thread: the renderer's GL context belongs to it
+
+    def _wait_for_command(self, count_before_step: int) -> None:
+        """Lockstep: block until a command newer than the last step arrives (or the timeout passes)."""
+        params = self._tunable.current
+        if not params.lockstep:
+            return
+        with self._cmd_cond:
+            self._cmd_cond.wait_for(
+                lambda: self.counts["commands"] > count_before_step or self._stop.is_set(), params.lockstep_timeout_s
+            )
 
     def step_once(self) -> None:
         """Advance the simulation one control period and publish everything."""
@@ -268,7 +292,6 @@ class SimRobotNode(Node):
         """Stop and join the simulation thread (before rclpy shuts down)."""
         self._stop.set()
         self._thread.join(timeout=10.0)
-
 
 
 def main(args: list[str] | None = None) -> int:
