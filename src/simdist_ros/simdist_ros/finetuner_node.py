@@ -26,6 +26,7 @@ import json
 import multiprocessing
 import os
 import re
+import signal
 import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import asdict, dataclass
@@ -141,6 +142,11 @@ def run_round(job: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+def _ignore_sigint() -> None:
+    """Worker initializer: Ctrl-C reaches the whole process group; the node stops its worker itself."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _max_version(output_dir: Path) -> int:
     versions = [int(m.group(1)) for p in output_dir.glob("v*") if (m := _VERSION_DIR.match(p.name))]
     return max(versions, default=-1)
@@ -163,6 +169,7 @@ class FinetunerNode(Node):
         self.last_result: dict[str, Any] = {}
         self._future: Future | None = None
         self._pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
+                                         initializer=_ignore_sigint,
                                          max_tasks_per_child=1)  # the worker exits after each round
         self._update_pub = self.create_publisher(String, topics.MODEL_UPDATE, qos.ANNOUNCE)
         self._diag_pub = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, qos.RELIABLE)

@@ -164,7 +164,7 @@ class GraphProcess:
         if proc.poll() is None:
             os.killpg(proc.pid, sig)
 
-    def stop(self, grace_s: float = 10.0) -> dict[str, int]:
+    def stop(self, grace_s: float = 20.0) -> dict[str, int]:
         """SIGINT every running node, then SIGTERM, then SIGKILL; returns ``{node: exit code}``."""
         for sig, wait_s in ((signal.SIGINT, grace_s), (signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
             running = [c for c in self.children.values() if c.proc.poll() is None]

@@ -1,0 +1,40 @@
+"""``simdist demo`` bookkeeping (pure: no graph) and its argument errors."""
+
+from simdist_ros import demo
+
+
+def test_go2_progress_ignores_reset_jumps_and_tracks_swaps():
+    prog = demo.Progress(kind="odom")
+    for i in range(121):  # 0.1 m/s forward for 120 s, sampled at 1 Hz
+        prog.on_odom_x(float(i), 0.1 * i)
+    prog.on_odom_x(121.0, -3.0)  # task reset: a 15 m jump back is not progress
+    prog.on_odom_x(122.0, -2.9)
+    assert abs(prog.total - (12.0 + 0.1)) < 1e-9
+    # window [62 s, 122 s]: 0.1 m/s from 62 to 120 s (5.8 m) + 0.1 m after the reset
+    assert abs(prog.last_minute() - 5.9) < 1e-9
+    prog.on_planner({"model_version": "0"})
+    prog.on_planner({"model_version": "0"})
+    prog.on_planner({"model_version": "1"})
+    assert prog.swaps == [(122.0, "1")]
+
+
+def test_ur5e_progress_counts_successful_episodes_once():
+    prog = demo.Progress(kind="success")
+    stream = [(1, 0.0), (1, 1.0), (1, 1.0), (2, 0.0), (3, 0.0), (3, 1.0)]
+    for t, (episode, success) in enumerate(stream):
+        prog.on_robot({"sim_time_s": str(t), "episodes": str(episode), "metric/success": str(success)})
+    assert prog.total == 2
+
+
+def test_plot_written(tmp_path):
+    prog = demo.Progress(kind="odom")
+    for i in range(10):
+        prog.on_odom_x(float(i), 0.05 * i)
+    prog.swaps.append((5.0, "1"))
+    path = demo.plot_progress(prog, "m forward", "test", tmp_path / "p.png")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_demo_refuses_missing_checkpoint(tmp_path, capsys):
+    assert demo.main(["--checkpoint", str(tmp_path / "nope")]) == 2
+    assert "no checkpoint" in capsys.readouterr().err
