@@ -58,6 +58,7 @@ def test_encoder_node_publishes_latents_and_drops_bad_input(tmp_path):
         def drive():
             t_ns = obs.node.get_clock().now().nanoseconds
             sensors = _sensors(rng)
+            sensors["joint_pos"] += mode.get("offset", 0.0)
             if mode["kind"] == "nan":
                 sensors["joint_vel"][3] = np.nan
             out = sensors_to_messages("go2", sensors, JOINT_NAMES, t_ns)
@@ -77,6 +78,14 @@ def test_encoder_node_publishes_latents_and_drops_bad_input(tmp_path):
         assert t_ns in sent_stamps
         assert np.all(np.isfinite(blocks["z"])) and np.any(blocks["context"] != 0.0)
         assert diag_values(diags, "encoder")["model_version"] == "7"
+
+        # An episode reset (joints jump by 1 rad) restarts the history once; latents keep coming.
+        n_latents = len(latents)
+        mode["offset"] = 1.0
+        assert obs.spin_until(lambda: len(latents) >= n_latents + 5, 60.0, on_spin=feed)
+        assert obs.spin_until(lambda: _int(diags, "history_restarts") >= 1, 30.0, on_spin=feed)
+        assert _int(diags, "history_restarts") == 1
+        assert "restarting the history" in node.log()
 
         # 2. NaN joint velocities, then 3. a 20x15 height map: dropped, counted, never encoded.
         for kind in ("nan", "shape"):

@@ -60,6 +60,10 @@ class EncoderParams:
     """A proprioceptive sample older than this many control periods is late -> skip."""
     max_image_age_ticks: float
     """Height map / camera age limit in control periods (exteroception may run slower)."""
+    reset_jump_rad: float
+    """A joint moving more than this between two samples means an episode reset: restart the history."""
+    reset_jump_m: float
+    """The base (Go2) or tool tip (UR5e) moving more than this between two samples: restart the history."""
     gait_period_s: float
     """Go2 gait clock period (must match the data the model was trained on)."""
     default_command: tuple[float, ...]
@@ -81,6 +85,8 @@ ROWS = (
     P("control_hz", 0.0, "Tick rate in Hz; 0 = the robot spec's rate", lo=0.0, hi=1000.0, read_only=True),
     P("max_input_age_ticks", 3.0, "Proprio age limit (control periods)", lo=1.0, hi=100.0),
     P("max_image_age_ticks", 10.0, "Height map / camera age limit (control periods)", lo=1.0, hi=1000.0),
+    P("reset_jump_rad", 0.5, "Joint jump (rad) between samples that restarts the history", lo=0.01, hi=10.0),
+    P("reset_jump_m", 0.3, "Base/TCP jump (m) between samples that restarts the history", lo=0.001, hi=100.0),
     P("gait_period_s", 0.3, "Go2 gait clock period in seconds", lo=0.15, hi=1.5, read_only=True),
     P("default_command", (0.5, 0.0, 0.0), "Task command until cmd_vel arrives (Go2: vx m/s, vy m/s, yaw rad/s)"),
     P("diagnostics_period_s", 1.0, "Diagnostics period in seconds", lo=0.05, hi=60.0, read_only=True),
@@ -130,6 +136,7 @@ class EncoderNode(Node):
         self._executed: np.ndarray = np.zeros(self.spec.action_dim, np.float32)
         self._last_obs_ns: int | None = None
         self._t0_ns: int | None = None
+        self._prev_pose: tuple[np.ndarray, np.ndarray] | None = None
         self._lock = threading.Lock()
         self.counts: dict[str, int] = {"latents": 0}
         self._last_skip = ""
@@ -186,9 +193,12 @@ class EncoderNode(Node):
         now_ns = self.get_clock().now().nanoseconds
         self.stats.start(now_ns)
         try:
-            obs, obs_t_ns = self._observation(now_ns)
-            self.history.record_action(self._executed)
-            self.history.push(obs)
+            obs, obs_t_ns, restart = self._observation(now_ns)
+            if restart or not self.history.ready:
+                self.history.reset(obs)
+            else:
+                self.history.record_action(self._executed)
+                self.history.push(obs)
             latent = self._encode()
             z = latent.z[0].cpu().numpy()  # (D,)
             context = latent.context[0].cpu().numpy()  # (S, W)
@@ -211,7 +221,7 @@ class EncoderNode(Node):
         except (ValueError, KeyError, RuntimeError) as exc:  # validated again by the model: report, skip
             raise SkipTick("encoder_error", f"encoder refused the window: {exc}") from None
 
-    def _observation(self, now_ns: int) -> tuple[dict[str, np.ndarray], int]:
+    def _observation(self, now_ns: int) -> tuple[dict[str, np.ndarray], int, bool]:
         """Validate and convert the newest messages into one observation; raises SkipTick."""
         latest = dict(self._latest)
         missing = [k for k in SENSOR_TOPICS[self.spec.name] if k not in latest]
@@ -227,8 +237,9 @@ class EncoderNode(Node):
             raise SkipTick("late_input", f"inputs older than their age limit (s): {late}")
         if stamps["joint_states"] == self._last_obs_ns:
             raise SkipTick("no_new_sample", "no new joint_states sample")
-        if self._t0_ns is None:
-            self._t0_ns = stamps["joint_states"]
+        restart = self._discontinuity(latest)
+        if self._t0_ns is None or restart:
+            self._t0_ns = stamps["joint_states"]  # the gait clock restarts with the episode, as in the env
         phase_time_s = (stamps["joint_states"] - self._t0_ns) * 1e-9
         try:
             obs = obs_from_messages(self.spec, latest, self.joint_names, self._command, phase_time_s,
@@ -236,7 +247,34 @@ class EncoderNode(Node):
         except ValueError as exc:  # MessageError is a ValueError, so is a core proprio check
             raise SkipTick("bad_input", f"dropping observation: {exc}") from None
         self._last_obs_ns = stamps["joint_states"]
-        return obs, obs_t_ns
+        return obs, obs_t_ns, restart
+
+    def _discontinuity(self, latest: dict[str, Any]) -> bool:
+        """True if joints or the base/TCP jumped since the last sample: an episode reset (sim) or a glitch.
+
+        The history then restarts from this observation (first row repeated, zero actions), which is how
+        training windows start an episode.
+        """
+        try:
+            pos, _, _ = msgs.joint_state_to_arrays(latest["joint_states"], self.joint_names)
+            base = msgs.odom_to_arrays(latest["odom"])[0]
+        except msgs.MessageError as exc:
+            raise SkipTick("bad_input", f"dropping observation: {exc}") from None
+        prev, self._prev_pose = self._prev_pose, (pos, base)
+        if prev is None:
+            return False
+        joint_jump = float(np.max(np.abs(pos - prev[0])))
+        base_jump = float(np.linalg.norm(base - prev[1]))
+        if joint_jump > self.params.reset_jump_rad or base_jump > self.params.reset_jump_m:
+            self._count_and_log("history_restarts", f"observation jumped (joints {joint_jump:.2f} rad, base "
+                                f"{base_jump:.2f} m): restarting the history, as at an episode start")  # fmt: skip
+            return True
+        return False
+
+    def _count_and_log(self, counter: str, message: str) -> None:
+        with self._lock:
+            self.counts[counter] = self.counts.get(counter, 0) + 1
+        self.get_logger().warning(message, throttle_duration_sec=1.0)
 
     def _skip_log(self, counter: str, reason: str) -> None:
         with self._lock:
