@@ -99,9 +99,9 @@ class WorldModelConfig:
             raise ValueError(f"loss must be a LossWeights, got {type(self.loss).__name__}")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Latent:
-    """What the encoder gives the planner: z_t (B, D) and context tokens (B, S, W)."""
+    """What the encoder gives the planner: z_t (B, D) and context tokens (B, S, W). Compared by identity."""
 
     z: torch.Tensor
     context: torch.Tensor
