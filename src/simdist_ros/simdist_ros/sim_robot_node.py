@@ -249,6 +249,7 @@ class SimRobotNode(Node):
             self.get_logger().warning(f"robot {reason} at t={self.sim_ns * 1e-9:.2f} s ({metrics}); resetting the task")
             self.env.reset()
             self._count("episodes")
+            self.sim_ns += self.dt_ns  # the reset takes one control period: its state gets a stamp of its own
             self._publish_state(self._sensors(None))
 
     def _sensors(self, obs: dict[str, np.ndarray] | None) -> dict[str, np.ndarray]:
