@@ -194,3 +194,19 @@ def test_recent_rows_newest_chunks_first(tmp_path):
 def test_empty_dataset_is_a_clear_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="no sealed chunks"):
         Dataset(tmp_path)
+
+
+def test_extend_block_splits_at_chunk_boundaries_and_validates_as_a_whole(tmp_path):
+    rows = [_record(0, s) for s in range(10)]
+    block = {k: np.stack([r[k] for r in rows]) for k in rows[0]}
+    with ChunkWriter(tmp_path / "s", chunk_steps=4, fsync=False) as writer:
+        writer.append(_record(0, 0))
+        writer.extend(block)  # 1 + 10 rows -> chunks of 4, 4, then 3 sealed on close
+        bad = dict(block, reward=np.append(block["reward"][:-1], np.float32("inf")))
+        with pytest.raises(ValueError, match="reward.*non-finite"):
+            writer.extend(bad)
+        with pytest.raises(ValueError, match="action.*shape"):
+            writer.extend(dict(block, action=block["action"][:5]))
+    ds = Dataset(tmp_path / "s")
+    assert [c.n_steps for c in ds.chunks] == [4, 4, 3]
+    np.testing.assert_array_equal(ds.array("step"), [0, *range(10)])

@@ -214,40 +214,62 @@ class ChunkWriter:
         self._buf = new
 
     def append(self, record: Mapping[str, object]) -> None:
-        """Buffer one step.
+        """Buffer one step (a mapping field -> per-step value).
 
         Raises:
             ValueError: unknown/missing keys, a per-step shape or dtype kind that differs from the
                 first record, a bad field name, or a non-finite float.
         """
-        if self.schema is None:
-            self.schema = {}
-            for key, value in record.items():
-                if not _FIELD_RE.match(key):
-                    raise ValueError(f"field name {key!r} must be [A-Za-z0-9_] parts separated by '/'")
-                arr = np.asarray(value)
-                if arr.dtype.kind not in "biuf":
-                    raise ValueError(f"field {key!r}: dtype {arr.dtype} is not bool/int/float")
-                self.schema[key] = FieldSpec(arr.shape, arr.dtype.str)
-        if not self._buf:
-            self._allocate(self.chunk_steps)
-        if record.keys() != self.schema.keys():
-            missing, extra = sorted(self.schema.keys() - record.keys()), sorted(record.keys() - self.schema.keys())
+        self.extend({key: np.asarray(value)[None] for key, value in record.items()})
+
+    def _define_schema(self, columns: Mapping[str, np.ndarray]) -> None:
+        self.schema = {}
+        for key, arr in columns.items():
+            if not _FIELD_RE.match(key):
+                raise ValueError(f"field name {key!r} must be [A-Za-z0-9_] parts separated by '/'")
+            if arr.dtype.kind not in "biuf":
+                raise ValueError(f"field {key!r}: dtype {arr.dtype} is not bool/int/float")
+            self.schema[key] = FieldSpec(arr.shape[1:], arr.dtype.str)
+
+    def _check_block(self, columns: Mapping[str, np.ndarray]) -> int:
+        assert self.schema is not None
+        if columns.keys() != self.schema.keys():
+            missing, extra = sorted(self.schema.keys() - columns.keys()), sorted(columns.keys() - self.schema.keys())
             raise ValueError(f"record fields differ from the shard's: missing {missing}, unexpected {extra}")
-        if self._n == len(next(iter(self._buf.values()))):
-            self._allocate(2 * self._n)
+        n = len(next(iter(columns.values())))
         for key, spec in self.schema.items():
-            arr = np.asarray(record[key])
-            if arr.shape != spec.shape:
-                raise ValueError(f"field {key!r}: shape {arr.shape}, expected {spec.shape} (set by the first record)")
-            if not np.can_cast(arr.dtype, spec.dtype, "same_kind"):
+            arr = columns[key]
+            if arr.shape != (n, *spec.shape):
+                raise ValueError(f"field {key!r}: shape {arr.shape[1:]} per step (x{len(arr)}), expected {spec.shape} "
+                                 f"x{n} (set by the first record)")
+            if arr.dtype.str != spec.dtype and not np.can_cast(arr.dtype, spec.dtype, "same_kind"):
                 raise ValueError(f"field {key!r}: dtype {arr.dtype} cannot be stored as {np.dtype(spec.dtype)}")
-            if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
+            if arr.dtype.kind == "f" and not np.isfinite(arr).all():
                 raise ValueError(f"field {key!r}: non-finite value {arr.ravel()[~np.isfinite(arr.ravel())][:3]}")
-            self._buf[key][self._n] = arr
-        self._n += 1
-        if not self.align_episodes and self._n >= self.chunk_steps:
-            self.seal()
+        return n
+
+    def extend(self, columns: Mapping[str, np.ndarray]) -> None:
+        """Buffer a block of steps: field -> (n, *shape) array, all with the same n (validated as a whole).
+
+        Raises:
+            ValueError: as ``append``, or fields of different lengths.
+        """
+        columns = {key: np.asarray(value) for key, value in columns.items()}
+        if self.schema is None:
+            self._define_schema(columns)
+        n = self._check_block(columns)
+        start = 0
+        while start < n:
+            take = n - start if self.align_episodes else min(n - start, self.chunk_steps - self._n)
+            capacity = len(next(iter(self._buf.values()))) if self._buf else 0
+            if self._n + take > capacity:
+                self._allocate(max(self.chunk_steps, 2 * capacity, self._n + take))
+            for key, arr in columns.items():
+                self._buf[key][self._n : self._n + take] = arr[start : start + take]
+            self._n += take
+            start += take
+            if not self.align_episodes and self._n >= self.chunk_steps:
+                self.seal()
 
     def end_episode(self) -> Path | None:
         """Mark an episode boundary; with ``align_episodes`` this seals once the chunk is full."""

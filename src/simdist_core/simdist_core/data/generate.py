@@ -35,6 +35,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from simdist_core.config import apply_overrides, parse_overrides, to_dict
 from simdist_core.data.chunks import ChunkWriter, list_chunks, read_meta
 from simdist_core.data.rollout import BehaviourConfig, run_episode
@@ -145,8 +147,7 @@ def generate_shard(cfg: GenerateConfig, out: Path, shard: int, progress: Callabl
     env = _make_env(cfg)
     while total < target:
         rows = run_episode(env, cfg.behaviour, value_fn, cfg.seed, shard, index)
-        for row in rows:
-            writer.append(row)
+        writer.extend({key: np.stack([row[key] for row in rows]) for key in rows[0]})  # (L+1, ...) per field
         writer.end_episode()
         index, total, added = index + 1, total + len(rows), added + len(rows)
         if progress is not None:
