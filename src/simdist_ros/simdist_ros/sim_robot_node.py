@@ -292,6 +292,8 @@ class SimRobotNode(Node):
     def close(self) -> None:
         """Stop and join the simulation thread (before rclpy shuts down)."""
         self._stop.set()
+        with self._cmd_cond:
+            self._cmd_cond.notify_all()  # wake a lockstep wait
         self._thread.join(timeout=10.0)
 
 
