@@ -115,6 +115,7 @@ class ModelSwapper:
         self._pending: str | None = None
         self._candidate: tuple[Any, str] | None = None
         self._in_swap = False
+        self._settling = False
         self._stop = False
         self._counts = {"swaps": 0, "swaps_refused": 0, "missed_ticks_in_swap": 0}
         self.last_refusal = ""
@@ -134,11 +135,14 @@ class ModelSwapper:
         with self._cond:
             if self._in_swap:
                 self._counts["missed_ticks_in_swap"] += missed_ticks
+            if self._settling:  # the window closes one tick after the swap: the new model's first plan counts too
+                self._settling = False
+                self._in_swap = self._pending is not None or self._candidate is not None
             if self._candidate is None:
                 return None
             model, version = self._candidate
             self._candidate = None
-            self._in_swap = self._pending is not None
+            self._settling = True
         try:
             planner.swap_model(model)
         except ValueError as exc:  # the planner refuses the layout: keep running the old model
