@@ -153,3 +153,11 @@ def test_cli_refuses_existing_out(shifted, tmp_path):
     model, train, _ = shifted
     parent = _save(model, tmp_path / "parent")
     assert main(["--checkpoint", str(parent), "--data", str(train.path), "--out", str(parent)]) == 2
+
+
+def test_cli_reports_missing_data_clearly(shifted, tmp_path, capsys):
+    model, _, _ = shifted
+    parent = _save(model, tmp_path / "parent")
+    rc = main(["--checkpoint", str(parent), "--data", str(tmp_path / "nothing"), "--out", str(tmp_path / "c")])
+    assert rc == 2 and "cannot finetune" in capsys.readouterr().err
+    assert not (tmp_path / "c").exists()

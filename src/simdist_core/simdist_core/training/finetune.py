@@ -85,10 +85,14 @@ def main(argv: list[str]) -> int:
     cfg = apply_overrides(FinetuneConfig(), overrides)
     model, parent = load_checkpoint(args.checkpoint)
     with tempfile.TemporaryDirectory(prefix="simdist-finetune-") as tmp:
-        data_dir = args.data if args.data is not None else _dataset_from_bag(args.bag, model.spec.name, Path(tmp))
-        dataset = Dataset(data_dir)
-        log.info("finetuning %s of %s on %r", cfg.parts, args.checkpoint, dataset)
-        new, report = finetune_dynamics(model, dataset, cfg, progress=not args.no_progress)
+        try:
+            data_dir = args.data if args.data is not None else _dataset_from_bag(args.bag, model.spec.name, Path(tmp))
+            dataset = Dataset(data_dir)
+            log.info("finetuning %s of %s on %r", cfg.parts, args.checkpoint, dataset)
+            new, report = finetune_dynamics(model, dataset, cfg, progress=not args.no_progress)
+        except (OSError, ValueError, KeyError, RuntimeError) as exc:  # bad/too little data, unreadable bag
+            print(f"simdist finetune: cannot finetune on {args.data or args.bag}: {exc}", file=sys.stderr)
+            return 2
         result = {"checkpoint": str(args.checkpoint), "out": str(args.out), "data": str(data_dir),
                   "bag": str(args.bag) if args.bag else None, "dataset_sha256": dataset.checksum(),
                   "config": to_dict(cfg), **report.to_json()}  # fmt: skip
