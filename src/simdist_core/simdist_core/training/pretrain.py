@@ -199,6 +199,7 @@ class PretrainRunner:
             "command": "simdist pretrain " + " ".join(argv), "robot": self.robot,
             "dataset": str(self.dataset.path), "dataset_sha256": self.dataset.checksum(),
             "dataset_steps": int(self.dataset.n_steps), "dataset_episodes": int(self.dataset.num_episodes),
+            "dataset_info": self.dataset.info,
             "holdout_episodes": self.n_hold_episodes, "config": to_dict(self.cfg), "code_version": git_describe(),
             "world_size": self.info.world_size, "steps": self.trainer.step,
             "steps_per_s": round(getattr(self, "steps_per_s", float("nan")), 3),
@@ -214,6 +215,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--batch", type=int, help="batch size per process (same as --set batch_size=B)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--fresh", action="store_true", help="ignore an existing <out>.run/ resume state")
+    parser.add_argument("--planner-preset", default="cpu", help="planner config stored in the checkpoint")
     parser.add_argument("--no-progress", action="store_true", help="no tqdm bar")
     return parser.parse_args(argv)
 
@@ -241,9 +243,11 @@ def main(argv: list[str]) -> int:
             log.info("resumed from %s at step %d", runner.run_dir, runner.trainer.step)
         final = runner.learn(progress=not args.no_progress)
         if info.is_main:
+            from simdist_core.planning.mppi import planner_preset
             from simdist_core.training.export import write_pretrained
 
-            write_pretrained(runner.model, args.out, final, runner.provenance(argv))
+            planner = planner_preset(args.planner_preset)  # stored beside the weights for `--preset checkpoint`
+            write_pretrained(runner.model, args.out, final, runner.provenance(argv), planner_config=planner)
             print(json.dumps({"checkpoint": str(args.out), "steps": runner.trainer.step,
                               "steps_per_s": round(runner.steps_per_s, 2), **final}, indent=1))  # fmt: skip
         ddp.barrier(info)
