@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -180,6 +181,7 @@ class ModelSwapper:
                 if self._stop:
                     return
                 text, self._pending = self._pending, None
+            t0 = time.perf_counter()
             try:
                 model, version = self._verify(text)
             except Exception as exc:  # noqa: BLE001  (any failure means: refuse, keep the old model)
@@ -189,9 +191,12 @@ class ModelSwapper:
                 with self._cond:
                     self._in_swap = self._pending is not None or self._candidate is not None
                 continue
+            verify_ms = (time.perf_counter() - t0) * 1e3
+            self._logger.info(
+                f"model version {version} verified in {verify_ms:.0f} ms (worker thread); swapping at the next tick"
+            )
             with self._cond:
                 self._candidate = (model, version)
-            self._logger.info(f"model version {version} verified; swapping at the next tick")
 
     def _verify(self, text: str) -> tuple[Any, str]:
         from simdist_core.checkpoint import CheckpointRejected
