@@ -34,6 +34,7 @@ from simdist_ros import msgs, qos, topics
 from simdist_ros.model_swap import ModelSwapper, build_planner, load_model
 from simdist_ros.params import P, TunableParams, declare_table
 from simdist_ros.runtime import TickStats, manifest_get, resolve_checkpoint, run_node, setup_torch
+from simdist_ros.sensors import BASE_FRAME
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,7 +82,7 @@ ROWS = (
     P("planner_overrides", (), "key=value overrides of the checkpoint's planner config", read_only=True),
     P("rollout_every_n", 5, "Publish plan + rollout markers every n ticks (0 = never)", lo=0, hi=1000),
     P("diagnostics_period_s", 1.0, "Diagnostics period in seconds", lo=0.05, hi=60.0, read_only=True),
-    P("frame_id", "base_link", "Frame of the predicted rollout markers"),
+    P("frame_id", "", "Frame of the predicted rollout markers; empty = the robot's base frame"),
     P("torch_threads", 1, "torch intra-op threads", lo=1, hi=64, read_only=True),
 )
 
@@ -174,7 +175,7 @@ class PlannerNode(Node):
         self._cmd_pub.publish(msgs.make_float64_array(action))
         self._count("commands")
         if result is not None and params.rollout_every_n and self.stats.ticks % params.rollout_every_n == 0:
-            self._publish_plan(result, now_ns, params.frame_id)
+            self._publish_plan(result, now_ns, params.frame_id or BASE_FRAME[self.spec.name])
         self.stats.stop()
 
     def _decide(self, now_ns: int, params: PlannerParams) -> tuple[np.ndarray, Any]:
