@@ -14,7 +14,7 @@ import torch
 from simdist_core.data import generate
 from simdist_core.data.dataset import Dataset
 from simdist_core.data.sampler import WindowSampler
-from simdist_core.robots import GO2
+from simdist_core.robots import GO2, UR5E
 
 torch.set_num_threads(1)
 
@@ -122,3 +122,20 @@ def test_bad_flags_are_reported(tmp_path, capsys):
     assert "nonsense" in capsys.readouterr().err
     assert generate.main(["--robot", "go2", "--task", "flat", "--steps", "10", "--out", str(tmp_path),
                           "--shard", "5", "--num-shards", "2"]) == 2
+
+
+@pytest.mark.timeout(600)
+def test_ur5e_generation_records_camera_images(tmp_path):
+    out = tmp_path / "ur5e"
+    args = ["--robot", "ur5e", "--task", "peg", "--steps", "100", "--seed", "0", "--chunk-steps", "50",
+            "--set", "episode_s=2", "--set", "data.value.episodes=1", "--set", "data.value.train_steps=50",
+            "--set", "data.value.batch_size=64", "--no-fsync", "--out", str(out)]
+    assert generate.main(args) == 0
+    ds = Dataset(out)
+    assert ds.fields["obs/image"].shape == (*UR5E.image_shape, 3) and ds.fields["obs/image"].dtype == "|u1"
+    images = ds.array("obs/image")
+    assert images.std() > 0, "rendered camera images should not be blank"
+    assert "obs/height_map" not in ds.fields and "obs/command" not in ds.fields
+    batch = WindowSampler(ds, UR5E, batch_size=4, seed=0).sample()
+    assert batch["obs"]["image"].shape == (4, UR5E.horizon + 1, 3, *UR5E.image_shape)
+    assert batch["obs"]["image"].dtype == torch.uint8
