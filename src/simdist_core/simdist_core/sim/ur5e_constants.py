@@ -41,6 +41,8 @@ TORQUE_SENSOR = "wrist_torque"
 FIXTURE_BODY = "fixture"
 """Mocap body holding the hole; its origin is the hole centre on the table surface."""
 SCENE_CAMERA = "scene_cam"
+OUT_OF_VIEW_BODIES: tuple[str, ...] = ("base", "shoulder_link", "upper_arm_link")
+"""Links the scene camera never sees; their visual meshes are not drawn (``SceneConfig.hide_out_of_view_links``)."""
 
 HOME_QPOS_RAD = np.array([-1.5708, -1.5708, 1.5708, -1.5708, -1.5708, 0.0])
 """Menagerie ``home`` keyframe: tool pointing down above the table."""

@@ -52,6 +52,10 @@ class SceneConfig:
     camera_pos_m: tuple[float, float, float] = (0.55, -0.5, 0.42)
     camera_target_m: tuple[float, float, float] = (0.15, -0.5, 0.09)
     camera_fovy_deg: float = 45.0
+    hide_out_of_view_links: bool = True
+    """Do not draw base, shoulder and upper-arm meshes (75k of 193k visual faces): they stay outside the
+    scene camera's view (identical pixels over expert episodes on the wide grid), and software GL
+    renders 64x64 frames in ~10 ms instead of ~16 ms. Set False for other camera poses."""
 
     def __post_init__(self) -> None:
         if self.part not in ("box", "round"):
@@ -195,5 +199,10 @@ def build_ur5e_model(cfg: SceneConfig) -> mujoco.MjModel:
     _add_world(spec, cfg)
     spec.visual.quality.shadowsize = 0
     model = spec.compile()
+    if cfg.hide_out_of_view_links:
+        hidden = {model.body(name).id for name in consts.OUT_OF_VIEW_BODIES}
+        for gid in range(model.ngeom):
+            if model.geom_bodyid[gid] in hidden and model.geom_contype[gid] == 0:
+                model.geom_group[gid] = 5  # visual-only geoms; mjvOption draws groups 0-2 by default
     model.vis.quality.offsamples = 0  # no multisampling: 4-5 FPS -> ~60 FPS offscreen on this CPU
     return model

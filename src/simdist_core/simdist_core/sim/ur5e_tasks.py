@@ -5,9 +5,9 @@
 
 The shifted variants stand in for the real robot: actions arrive 2 control steps (100 ms) late, the
 servos are half as stiff, the part is 6x heavier (0.3 kg peg, not gravity-compensated) and friction
-is doubled (1.0). Each alone barely hurts the closed-loop expert (notes: latency, gain and low
-friction 100%); combined they make the nominal expert and any planner trained on nominal data
-measurably worse (numbers in the helper report and ``measure_expert``).
+is doubled (1.0). Measured with ``measure_expert`` (20 episodes, skill 1, 2026-11-30): nominal peg and
+table leg 100% on the narrow and wide grids; shifted peg 55% (narrow) / 65% (wide), shifted table
+leg 65% / 70%. Alone, two steps of latency already costs the peg expert about half its successes.
 """
 
 from __future__ import annotations
