@@ -23,6 +23,9 @@ def test_frame_to_rgb_swaps_channels_and_resizes():
     assert np.all(rgb[..., 2] == 200) and np.all(rgb[:, :32, 0] == 0) and np.all(rgb[:, 32:, 0] == 100)
     small = frame_to_rgb(bgr, (24, 32))
     assert small.shape == (24, 32, 3) and small[0, 0, 2] == 200 and small[0, -1, 0] == 100
+    square = frame_to_rgb(bgr, (16, 16))  # 48x64 -> centre 48x48 (columns 8..55) -> 16x16, no distortion
+    assert square.shape == (16, 16, 3)
+    assert np.all(square[:, :5, 0] == 0) and np.all(square[:, -5:, 0] == 100)  # the red edge stays central
     msg = msgs.make_rgb8(small, 123, "camera")
     np.testing.assert_array_equal(msgs.rgb8_to_array(msg, (24, 32)), small)
     with pytest.raises(ValueError, match="uint8"):

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import rclpy
 from geometry_msgs.msg import WrenchStamped
+from nav_msgs.msg import Odometry
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
@@ -52,7 +53,8 @@ def test_driver_node_with_the_mujoco_arm():
     thread = threading.Thread(target=executor.spin, daemon=True)
     thread.start()
     try:
-        joints, wrenches, executed = [], [], []
+        joints, wrenches, executed, odoms = [], [], [], []
+        peer.create_subscription(Odometry, topics.ODOM, odoms.append, qos.SENSOR)
         peer.create_subscription(JointState, topics.JOINT_STATES, joints.append, qos.SENSOR)
         peer.create_subscription(WrenchStamped, topics.WRENCH, wrenches.append, qos.SENSOR)
         peer.create_subscription(Float64MultiArray, topics.EXECUTED_COMMAND, lambda m: executed.append(m.data),
@@ -68,6 +70,12 @@ def test_driver_node_with_the_mujoco_arm():
         assert any(np.allclose(e, action) for e in executed)
         q1, _, _ = msgs.joint_state_to_arrays(joints[-1], ARM_JOINTS)
         assert np.max(np.abs(q1 - q0)) > 0.01, "the arm moved under the commands"
+
+        # odom carries the TCP pose the encoder reads: the sim's tcp site through the same kinematics.
+        assert odoms and odoms[-1].child_frame_id == "tcp"
+        tcp_pos, _, _, _ = msgs.odom_to_arrays(odoms[-1])
+        sim = driver.backend.sim
+        np.testing.assert_allclose(tcp_pos, sim.data.site_xpos[sim.lowlevel.site_id], atol=0.01)
 
         estop_pub.publish(Bool(data=True))
         assert _wait(lambda: driver.controller.mode is ArmMode.ESTOP)

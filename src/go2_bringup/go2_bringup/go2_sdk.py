@@ -3,11 +3,15 @@
 The SDK speaks motor order FR, FL, RR, RL; everything this module returns or accepts is in MuJoCo order
 (FL, FR, RL, RR), converted with the named permutations of ``simdist_core.sim.go2_constants``.
 
-Two SDK pitfalls are handled here (see shared/notes/environment.md):
+Three SDK pitfalls are handled here (see shared/notes/environment.md):
 - an exception raised inside a ``ChannelSubscriber`` handler kills the SDK's reader silently, so the
   handler catches everything, logs it (throttled) and counts it in ``stats``;
 - CycloneDDS 0.10 (Go2 firmware, official SDK) and 11 (unitree-sdk2py-dimos wheels) do not discover each
-  other, which looks exactly like a robot that is off: ``wait_for_state`` says so when nothing arrives.
+  other, which looks exactly like a robot that is off: ``wait_for_state`` says so when nothing arrives;
+- a CycloneDDS entity whose Python object is garbage-collected inside a listener callback calls
+  ``dds_delete`` on the DDS receive thread, which then waits for its own callback to finish: a deadlock
+  (seen in our tests as a hung process). Closed channels are therefore never released: ``close`` parks
+  them in ``_RETIRED`` (a few KB each) and the handler of a closed bridge returns at once.
 """
 
 from __future__ import annotations
@@ -38,6 +42,9 @@ MOTOR_MODE_SERVO = 0x01
 
 # Buttons of the Unitree wireless remote: bit index into the little-endian 16-bit word at
 # wireless_remote[2:4] (byte 2: R1, L1, start, select, R2, L2, F1, F2; byte 3: A, B, X, Y, up, right, down, left).
+_RETIRED: list[object] = []
+"""Channels of closed bridges, kept alive for the process lifetime (see the module docstring)."""
+
 REMOTE_BUTTONS = {name: bit for bit, name in enumerate(
     ("R1", "L1", "start", "select", "R2", "L2", "F1", "F2", "A", "B", "X", "Y", "up", "right", "down", "left"))}
 
@@ -125,6 +132,7 @@ class Go2SdkBridge:
         """Counters: states accepted, handler exceptions caught, CRC mismatches, commands written/failed."""
         self._publisher = None
         self._subscriber = None
+        self._closed = False
         self._crc = None
         self._lowcmd_factory = None
 
@@ -156,15 +164,16 @@ class Go2SdkBridge:
         self._subscriber.Init(self._handle, 0)
 
     def close(self) -> None:
-        """Close the channels (the DDS domain stays, as the SDK keeps it per process)."""
-        for channel in (self._subscriber, self._publisher):
-            if channel is not None:
-                channel.Close()
+        """Stop using the channels. They are parked, not deleted (deleting DDS entities can deadlock)."""
+        self._closed = True
+        _RETIRED.extend(channel for channel in (self._subscriber, self._publisher) if channel is not None)
         self._subscriber = self._publisher = None
 
     # ---- state --------------------------------------------------------------------------------------------
     def _handle(self, msg: object) -> None:
         """SDK handler: never let an exception escape (it would kill the SDK's reader silently)."""
+        if self._closed:
+            return
         try:
             state = self._parse(msg)
             if state is None:
@@ -230,6 +239,9 @@ class Go2SdkBridge:
         Returns:
             False if the SDK could not write (counted in ``stats['write_failures']``).
         """
+        if self._publisher is None:
+            self.stats["write_failures"] += 1
+            return False
         cmd = self._lowcmd_factory()
         cmd.head[0], cmd.head[1] = HEAD
         cmd.level_flag = LOWLEVEL_FLAG

@@ -18,6 +18,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from sensor_msgs.msg import Image
+from simdist_core.robots import UR5E
 from simdist_ros.params import P, declare_table
 
 from simdist_ros import msgs, qos, topics
@@ -28,7 +29,10 @@ class CameraError(RuntimeError):
 
 
 def frame_to_rgb(frame_bgr: np.ndarray, out_hw: tuple[int, int] | None = None) -> np.ndarray:
-    """OpenCV BGR frame (h, w, 3) uint8 -> RGB (out_h, out_w, 3) uint8, area-resized when ``out_hw`` is given.
+    """OpenCV BGR frame (h, w, 3) uint8 -> RGB (out_h, out_w, 3) uint8.
+
+    With ``out_hw`` the frame is centre-cropped to the output's aspect ratio (no distortion: the simulated
+    camera renders square images) and area-resized.
 
     Raises:
         ValueError: not an (h, w, 3) uint8 image.
@@ -40,6 +44,14 @@ def frame_to_rgb(frame_bgr: np.ndarray, out_hw: tuple[int, int] | None = None) -
         raise ValueError(f"camera frame must be (h, w, 3) uint8 BGR, got {frame.shape} {frame.dtype}")
     rgb = cv2.cvtColor(frame, cv2.COLOR_BGR2RGB)
     if out_hw is not None and rgb.shape[:2] != tuple(out_hw):
+        h, w = rgb.shape[:2]
+        target = out_hw[1] / out_hw[0]  # width / height
+        if w / h > target:  # too wide: crop columns
+            crop_w = max(1, round(h * target))
+            rgb = rgb[:, (w - crop_w) // 2:(w - crop_w) // 2 + crop_w]
+        elif w / h < target:  # too tall: crop rows
+            crop_h = max(1, round(w / target))
+            rgb = rgb[(h - crop_h) // 2:(h - crop_h) // 2 + crop_h]
         rgb = cv2.resize(rgb, (out_hw[1], out_hw[0]), interpolation=cv2.INTER_AREA)
     return np.ascontiguousarray(rgb)
 
@@ -136,13 +148,15 @@ class CameraParams:
             raise ValueError(f"capture_api must be 'v4l2' or 'any', got {self.capture_api=!r}")
 
 
+_OUT_HW = UR5E.image_shape or (0, 0)
 ROWS = (
     P("device", "/dev/video0", "V4L2 device path or index", read_only=True),
     P("width", 640, "Capture width in px", lo=16, hi=4096, read_only=True),
     P("height", 480, "Capture height in px", lo=16, hi=4096, read_only=True),
     P("fps", 30.0, "Capture rate in Hz", lo=1.0, hi=240.0, read_only=True),
-    P("output_width", 0, "Published width (0 = capture width)", lo=0, hi=4096, read_only=True),
-    P("output_height", 0, "Published height (0 = capture height)", lo=0, hi=4096, read_only=True),
+    P("output_width", _OUT_HW[1], "Published width: the model's image width (0 = capture size, no crop)",
+      lo=0, hi=4096, read_only=True),
+    P("output_height", _OUT_HW[0], "Published height (0 = capture size)", lo=0, hi=4096, read_only=True),
     P("stall_timeout_s", 1.0, "No frame for this long = stalled (reopen)", lo=0.1, hi=60.0, read_only=True),
     P("frame_id", "camera", "frame_id of the images", read_only=True),
     P("capture_api", "v4l2", "OpenCV capture API: v4l2 (cameras) or any (e.g. a video file)", read_only=True),

@@ -95,6 +95,12 @@ class ArmKinematics:
         self.sync(q_rad)
         self.ik.reset(self.data)
 
+    def tcp_pose(self) -> tuple[np.ndarray, np.ndarray]:
+        """TCP position (3,) and orientation quaternion (4,) w, x, y, z in the base frame, at the last ``sync``."""
+        quat = np.zeros(4)
+        mujoco.mju_mat2Quat(quat, self.data.site_xmat[self.ik.site_id])
+        return self.data.site_xpos[self.ik.site_id].copy(), quat
+
     def joint_target(self, q_rad: np.ndarray) -> np.ndarray:
         """IK joint target (6,) toward the current TCP target from the measured joints."""
         self.sync(q_rad)
@@ -120,6 +126,9 @@ class Ur5eController:
         self._v_cmd = np.zeros(6)
         self.estop_reason: str | None = None
         self.state: ArmState | None = None
+        self.tcp_pos_m = np.zeros(3)
+        """TCP (the sim's ``tcp`` site) position in the base frame at the last measured joints."""
+        self.tcp_quat_wxyz = np.array([1.0, 0.0, 0.0, 0.0])
         self.mode = ArmMode.IDLE
         self.executed_action = np.zeros(UR5E.action_dim, dtype=np.float32)
         self.ticks = 0
@@ -196,9 +205,12 @@ class Ur5eController:
             q_target = None
             if mode in (ArmMode.ACTIVE, ArmMode.HOLD) and self._anchored:
                 q_target = self._limit(self.kin.joint_target(state.q_rad), state.q_rad)
-            elif mode is not ArmMode.IDLE:
-                self._q_cmd, self._v_cmd = None, np.zeros(6)
-                self.executed_action = np.zeros(UR5E.action_dim, dtype=np.float32)
+            else:
+                self.kin.sync(state.q_rad)
+                if mode is not ArmMode.IDLE:
+                    self._q_cmd, self._v_cmd = None, np.zeros(6)
+                    self.executed_action = np.zeros(UR5E.action_dim, dtype=np.float32)
+            self.tcp_pos_m, self.tcp_quat_wxyz = self.kin.tcp_pose()
         if mode is not self.mode:
             LOG.info("UR5e mode %s -> %s", self.mode.value, mode.value)
             self.mode = mode

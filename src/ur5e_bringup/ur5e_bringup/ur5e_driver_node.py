@@ -2,8 +2,10 @@
 
 Graph role (topics relative, see ``simdist_ros.topics``):
     in   ``joint_command`` (Float64MultiArray, normalised (dx, dy, dz, dyaw), qos.command), ``estop`` (Bool)
-    out  ``joint_states`` (UR joint order = MuJoCo order), ``wrench`` (WrenchStamped, TCP force in the base
-         frame), ``executed_command`` (the action applied; zeros while holding or stopped), ``/diagnostics``
+    out  ``joint_states`` (UR joint order = MuJoCo order), ``odom`` (TCP pose in the base frame, child frame
+         ``tcp``: the sim's TCP site through the same MuJoCo kinematics, as ``simdist_ros.sensors`` expects),
+         ``wrench`` (WrenchStamped, TCP force in the base frame), ``executed_command`` (the action applied; zeros
+         while holding or stopped), ``/diagnostics``
     srv  ``estop``, ``reset_estop`` (std_srvs/Trigger)
 
 The 500 Hz servo loop (``ur5e_control.ArmLoop``) runs in its own thread; callbacks only hand it actions.
@@ -14,9 +16,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import WrenchStamped
+from nav_msgs.msg import Odometry
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
@@ -112,6 +116,7 @@ class Ur5eDriverNode(Node):
         self.create_service(Trigger, "reset_estop", self._srv_reset, callback_group=inputs)
         self._joint_pub = self.create_publisher(JointState, topics.JOINT_STATES, qos.SENSOR)
         self._wrench_pub = self.create_publisher(WrenchStamped, topics.WRENCH, qos.SENSOR)
+        self._odom_pub = self.create_publisher(Odometry, topics.ODOM, qos.SENSOR)
         self._exec_pub = self.create_publisher(Float64MultiArray, topics.EXECUTED_COMMAND,
                                                qos.command(UR5E.control_hz))
         self._diag_pub = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, qos.RELIABLE)
@@ -151,6 +156,9 @@ class Ur5eDriverNode(Node):
         t_ns = self.get_clock().now().nanoseconds
         self._joint_pub.publish(msgs.make_joint_state(ARM_JOINTS, state.q_rad, state.dq_rad_s, [0.0] * 6, t_ns))
         self._wrench_pub.publish(msgs.make_wrench(state.wrench[:3], state.wrench[3:], t_ns, self.params.frame_id))
+        zeros = np.zeros(3)
+        self._odom_pub.publish(msgs.make_odom(self.controller.tcp_pos_m, self.controller.tcp_quat_wxyz, zeros, zeros,
+                                              t_ns, self.params.frame_id, "tcp"))
         self._exec_pub.publish(msgs.make_float64_array(self.controller.executed_action))
 
     def _diagnostics(self) -> None:
