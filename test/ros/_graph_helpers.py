@@ -29,13 +29,20 @@ def start_node(executable, params, log_path, name=None):
     for key, value in params.items():
         cmd += ["-p", f"{key}:={value}"]
     log = open(log_path, "ab")
-    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=os.environ.copy())
+    env = {**os.environ, "PYTHONFAULTHANDLER": "1"}  # SIGABRT on a hang dumps every thread's stack
+    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
 
 
 def stop(proc, sig=signal.SIGINT, timeout=20):
+    """Signal the node's process group and wait; on a hang, SIGABRT (stack dump in its log) and return None."""
     if proc.poll() is None:
         os.killpg(proc.pid, sig)
-    return proc.wait(timeout=timeout)
+    try:
+        return proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGABRT)
+        proc.wait(timeout=10)
+        return None
 
 
 class Go2Streamer:

@@ -25,11 +25,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-from simdist_ros import qos, topics
+from simdist_ros import msgs, qos, topics
 from simdist_ros.params import P, declare_table
 from simdist_ros.runtime import run_node
 
@@ -160,6 +161,7 @@ class RecorderParams:
     topics: tuple[str, ...]
     max_queue: int
     storage: str
+    diagnostics_period_s: float
 
     def __post_init__(self) -> None:
         if self.robot not in DEFAULT_TOPICS:
@@ -175,6 +177,7 @@ PARAMS = (
     P("topics", (), "Topics to record; empty = the robot's default set", read_only=True),
     P("max_queue", 2000, "Most messages held in memory before dropping", lo=10, hi=1_000_000, read_only=True),
     P("storage", "mcap", "rosbag2 storage plugin (mcap or sqlite3)", read_only=True),
+    P("diagnostics_period_s", 1.0, "Diagnostics period in seconds", lo=0.05, hi=60.0, read_only=True),
 )
 """The node's parameter table."""
 
@@ -213,7 +216,19 @@ class RecorderNode(Node):
         for topic, msgtype in table.items():
             self.create_subscription(message_class(msgtype), topic, self._callback(topic), _qos_for(topic),
                                      callback_group=group, raw=True)
+        # The timer also wakes the executor: an idle executor never sees Ctrl-C with these rclpy wheels.
+        self._diag_pub = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, qos.RELIABLE)
+        self.create_timer(p.diagnostics_period_s, self._publish_diagnostics, callback_group=group)
         self.get_logger().info(f"recording {len(table)} topics to {self.sink.path}")
+
+    def _publish_diagnostics(self) -> None:
+        stats = self.sink.stats
+        values = {"written": stats.written, "dropped_full": stats.dropped_full,
+                  "dropped_corrupt": stats.dropped_corrupt, "trimmed_bytes": stats.trimmed_bytes,
+                  "bag": str(self.sink.path)}
+        level = "warn" if stats.dropped_full or stats.dropped_corrupt else "ok"
+        status = msgs.make_status(f"{self.get_name()}: recorder", level, f"{stats.written} messages written", values)
+        self._diag_pub.publish(msgs.make_diagnostics([status], self.get_clock().now().nanoseconds))
 
     def _callback(self, topic: str) -> Callable[[bytes], None]:
         def on_message(raw: bytes) -> None:
