@@ -82,19 +82,22 @@ def test_encoder_node_publishes_latents_and_drops_bad_input(tmp_path):
         # An episode reset (joints jump by 1 rad) restarts the history once; latents keep coming.
         n_latents = len(latents)
         mode["offset"] = 1.0
-        assert obs.spin_until(lambda: len(latents) >= n_latents + 5, 60.0, on_spin=feed)
-        assert obs.spin_until(lambda: _int(diags, "history_restarts") >= 1, 30.0, on_spin=feed)
-        assert _int(diags, "history_restarts") == 1
+        assert obs.spin_until(lambda: len(latents) >= n_latents + 5, 60.0, on_spin=feed), diag_values(diags, "encoder")
+        assert obs.spin_until(lambda: _int(diags, "history_restarts") >= 1, 30.0, on_spin=feed), node.log()[-2000:]
+        assert _int(diags, "history_restarts") == 1, node.log()[-2000:]
         assert "restarting the history" in node.log()
 
         # 2. NaN joint velocities, then 3. a 20x15 height map: dropped, counted, never encoded.
         for kind in ("nan", "shape"):
             before = _int(diags, "bad_input")
             mode["kind"] = kind
-            assert obs.spin_until(lambda b=before: _int(diags, "bad_input") >= b + 5, 60.0, on_spin=feed)
+            assert obs.spin_until(lambda b=before: _int(diags, "bad_input") >= b + 5, 60.0, on_spin=feed), (
+                kind,
+                diag_values(diags, "encoder"),
+            )
         mode["kind"] = "good"
         n_latents = len(latents)
-        assert obs.spin_until(lambda: len(latents) >= n_latents + 5, 60.0, on_spin=feed)
+        assert obs.spin_until(lambda: len(latents) >= n_latents + 5, 60.0, on_spin=feed), diag_values(diags, "encoder")
         published = {msgs.latent_to_arrays(m)[1] for m in latents}
         assert not published & bad_stamps, "a latent was published from bad input"
         log = node.log()
@@ -102,10 +105,12 @@ def test_encoder_node_publishes_latents_and_drops_bad_input(tmp_path):
 
         # 4. Input stops: ticks are skipped as late input, no new latents.
         before = _int(diags, "late_input")
-        assert obs.spin_until(lambda: _int(diags, "late_input") > before + 3, 30.0)
+        assert obs.spin_until(lambda: _int(diags, "late_input") > before + 3, 30.0), diag_values(diags, "encoder")
         n_latents = len(latents)
         obs.spin_for(0.5)
-        assert len(latents) == n_latents, "no latent may be published without fresh input"
+        assert len(latents) == n_latents, (
+            f"no latent may be published without fresh input: {diag_values(diags, 'encoder')}"
+        )
     finally:
         obs.close()
         rc = node.stop()

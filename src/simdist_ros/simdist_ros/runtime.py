@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -110,39 +111,57 @@ def setup_torch(threads: int) -> None:
     torch.set_num_threads(max(1, threads))
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
-
-
 def run_node(make_node: Callable[[], Node], args: list[str] | None = None, threads: int = 2) -> int:
     """Standard ``main()``: init, spin a MultiThreadedExecutor, shut down cleanly (STYLE rule 17).
 
     rclpy's own signal handlers are off: they shut the context down while callbacks may still be
-    publishing on other executor threads. Instead SIGINT and SIGTERM (what launchers send) raise
-    ``KeyboardInterrupt`` in the spinning thread; the executor then stops, the node's ``close()`` joins its
-    worker threads, and only then is the context shut down. Returns a process exit code: 0 on a normal,
-    Ctrl-C or SIGTERM exit, 1 if the node failed to start.
+    publishing on other executor threads. Instead the executor spins in a thread while the main thread
+    waits for SIGINT / SIGTERM (what launchers send). A waiting main thread always sees the signal, even
+    when every timer is on a ``/clock`` that stopped. Then the executor stops (waiting for running
+    callbacks), the node's ``close()`` joins its worker threads, and only then is the context shut down.
+
+    Returns:
+        A process exit code: 0 after a signal, 1 if the node failed to start or a callback raised.
     """
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: object) -> None:
+        stop.set()
+
     with rclpy.init(args=args, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO):
-        signal.signal(signal.SIGINT, _interrupt)
-        signal.signal(signal.SIGTERM, _interrupt)
+        signal.signal(signal.SIGINT, on_signal)
+        signal.signal(signal.SIGTERM, on_signal)
+        logger = rclpy.logging.get_logger("simdist")
         try:
             node = make_node()
         except Exception as exc:  # noqa: BLE001  (process boundary: report why the node cannot start)
-            rclpy.logging.get_logger("simdist").fatal(f"node failed to start: {exc}")
+            logger.fatal(f"node failed to start: {exc}")
             return 1
         executor = MultiThreadedExecutor(num_threads=threads)
         executor.add_node(node)
-        try:
-            executor.spin()
-        except (KeyboardInterrupt, ExternalShutdownException):
+        failure: list[BaseException] = []
+
+        def spin() -> None:
+            try:
+                executor.spin()
+            except ExternalShutdownException:
+                pass
+            except Exception as exc:  # noqa: BLE001  (reported below; the process exits 1)
+                failure.append(exc)
+            finally:
+                stop.set()
+
+        spinner = threading.Thread(target=spin, name="executor")
+        spinner.start()
+        while not stop.wait(0.5):
             pass
-        finally:
-            signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not break the clean-up
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)
-            executor.shutdown(timeout_sec=5.0)
-            close = getattr(node, "close", None)
-            if close is not None:
-                close()
-            node.destroy_node()
+        executor.shutdown(timeout_sec=5.0)
+        spinner.join(timeout=10.0)
+        close = getattr(node, "close", None)
+        if close is not None:
+            close()
+        node.destroy_node()
+        if failure:
+            logger.fatal(f"node stopped by an exception in a callback: {failure[0]!r}")
+            return 1
     return 0
