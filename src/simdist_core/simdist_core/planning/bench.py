@@ -1,12 +1,14 @@
 """``simdist bench planner``: planner tick latency and dynamics rollout cost (table + JSON).
 
-Uses a RANDOMLY INITIALISED world model of the real (reference) size: latency depends on sizes,
-not on trained weights. Not a test: numbers depend on the machine and its load, which are recorded.
+Uses a RANDOMLY INITIALISED world model of the real (reference) size unless ``--checkpoint`` names a
+trained one: latency depends on sizes, not on weights. Not a test: numbers depend on the machine and
+its load, which are recorded.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -17,6 +19,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from simdist_core.checkpoint import load_checkpoint
+from simdist_core.config import to_dict
 from simdist_core.models.world_model import Latent, WorldModel, WorldModelConfig
 from simdist_core.planning.mppi import PRESETS, MPPIPlanner
 from simdist_core.robots import ROBOTS, RobotSpec
@@ -74,12 +78,19 @@ def _time_wall_and_cpu_ms(
     return wall, cpu
 
 
-def run_bench(preset: str, device: str, ticks: int, robot: str, warmup: int = 3) -> dict[str, object]:
-    """Measure planner ticks and one H-step rollout with both dynamics kinds; returns the JSON record."""
+def run_bench(
+    preset: str, device: str, ticks: int, robot: str, warmup: int = 3, model: WorldModel | None = None
+) -> dict[str, object]:
+    """Measure planner ticks and one H-step rollout with both dynamics kinds; returns the JSON record.
+
+    ``model`` (e.g. a loaded checkpoint) replaces the default randomly initialised reference-size model.
+    """
     spec, dev, cfg = ROBOTS[robot], torch.device(device), PRESETS[preset]
     load_at_start = os.getloadavg()[0]
     torch.manual_seed(0)
-    model = WorldModel(spec, WorldModelConfig()).to(dev).eval()
+    weights = "random init (latency depends on sizes, not weights)" if model is None else "loaded checkpoint"
+    model = (model or WorldModel(spec, WorldModelConfig())).to(dev).eval()
+    spec = model.spec
     planner = MPPIPlanner(model, cfg, device=dev, seed=0)
     obs = {k: v.to(dev) for k, v in random_model_input(spec).items()}
     with torch.inference_mode():
@@ -93,7 +104,7 @@ def run_bench(preset: str, device: str, ticks: int, robot: str, warmup: int = 3)
     # One H-step rollout of the same candidate batch, multi-step transformer vs autoregressive MLP.
     n = cfg.num_samples + cfg.num_pi_samples
     actions = torch.rand(n, cfg.horizon, spec.action_dim, device=dev) * 2 - 1
-    mlp_model = WorldModel(spec, WorldModelConfig(dynamics="mlp")).to(dev).eval()
+    mlp_model = WorldModel(spec, dataclasses.replace(model.cfg, dynamics="mlp")).to(dev).eval()
     expanded = Latent(latent.z.expand(n, -1), latent.context.expand(n, -1, -1))
     rollout: dict[str, float] = {}
     with torch.inference_mode():
@@ -106,13 +117,13 @@ def run_bench(preset: str, device: str, ticks: int, robot: str, warmup: int = 3)
             rollout[name] = float(np.median(_time_ms(fn, dev, 20)))
     return {
         "preset": preset,
-        "robot": robot,
+        "robot": spec.name,
         "device": str(dev),
         "horizon": cfg.horizon,
         "samples": cfg.num_samples,
         "pi_samples": cfg.num_pi_samples,
         "iterations": cfg.iterations,
-        "rollouts_per_tick": n * cfg.iterations,
+        "rollouts_per_tick": cfg.num_pi_samples + 1 + cfg.num_samples * cfg.iterations + 1,  # + warm start, final
         "ticks": ticks,
         "warmup_ticks": warmup,
         "p50_ms": float(np.percentile(tick_ms, 50)),
@@ -125,7 +136,8 @@ def run_bench(preset: str, device: str, ticks: int, robot: str, warmup: int = 3)
         "rollout_batch": n,
         "torch_threads": torch.get_num_threads(),
         "model_parameters": model.num_parameters()["total"],
-        "model_weights": "random init (latency depends on sizes, not weights)",
+        "model_weights": weights,
+        "model_config": to_dict(model.cfg),
         "machine": {
             "cpu": _cpu_model(),
             "cores": os.cpu_count(),
@@ -145,18 +157,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None, help="write the record here")
     parser.add_argument("--ticks", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=3, help="untimed ticks first (allocations, kernel choice)")
-    parser.add_argument("--robot", choices=sorted(ROBOTS), default="go2")
+    parser.add_argument("--robot", choices=sorted(ROBOTS), default="go2", help="ignored with --checkpoint")
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (the planner node uses 1)")
+    parser.add_argument("--checkpoint", type=Path, default=None, help="bench this checkpoint's model instead")
     args = parser.parse_args(argv)
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         parser.error(f"--device {args.device}: CUDA is not available in this torch build ({torch.__version__})")
     if args.ticks < 1:
         parser.error(f"--ticks must be >= 1, got {args.ticks}")
     torch.set_num_threads(args.threads)
-    record = run_bench(args.preset, args.device, args.ticks, args.robot, warmup=args.warmup)
-    print(f"planner benchmark ({record['model_weights']}, {record['model_parameters']:,} parameters)")
+    model = None
+    if args.checkpoint is not None:
+        model = load_checkpoint(args.checkpoint)[0]
+    record = run_bench(args.preset, args.device, args.ticks, args.robot, warmup=args.warmup, model=model)
+    print(f"planner benchmark ({record['model_weights']}, {record['model_parameters']:,} parameters, "
+          f"config {record['model_config']})")
     for key, value in record.items():
-        if not isinstance(value, dict) and key not in ("model_weights", "model_parameters"):
+        if not isinstance(value, dict) and key not in ("model_weights", "model_parameters", "model_config"):
             print(f"  {key:<30} {value:.2f}" if isinstance(value, float) else f"  {key:<30} {value}")
     for key, value in record["machine"].items():  # type: ignore[union-attr]
         print(f"  machine.{key:<22} {value}")
