@@ -109,7 +109,7 @@ def test_commands_arrive_with_valid_crc_in_sdk_motor_order(stack):
     # Joint states come back in MuJoCo order: the driver's view equals the simulator's qpos.
     state = bridge.latest()
     np.testing.assert_allclose(state.q_rad, stats["q_mj"], atol=0.05)
-    assert stats["base_height_m"] > 0.2, "the PD should keep the Go2 standing"
+    assert stats["base_height_m"] > 0.15, "the PD should keep the Go2 standing (lying: ~0.08 m)"
     assert state.foot_force.shape == (4,) and np.all(state.foot_force > 0)
 
 

@@ -14,6 +14,7 @@ import rclpy
 from go2_bringup.go2_driver_node import Go2DriverNode
 from go2_bringup.safety import Mode
 from go2_dds_sim import Go2DdsSim
+from nav_msgs.msg import Odometry
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
@@ -21,7 +22,7 @@ from simdist_core.sim import go2_constants as gc
 from std_msgs.msg import Bool, Float64MultiArray
 from std_srvs.srv import Trigger
 
-from simdist_ros import qos, topics
+from simdist_ros import msgs, qos, topics
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -75,7 +76,8 @@ def _call(peer, name):
 
 def test_driver_node_topics_services_and_estop(graph):
     sim, driver, peer = graph
-    received = {"exec": [], "joints": []}
+    received = {"exec": [], "joints": [], "odom": []}
+    peer.create_subscription(Odometry, topics.ODOM, lambda m: received["odom"].append(m), qos.SENSOR)
     peer.create_subscription(Float64MultiArray, topics.EXECUTED_COMMAND, lambda m: received["exec"].append(m.data),
                              qos.command(50.0))
     peer.create_subscription(JointState, topics.JOINT_STATES, lambda m: received["joints"].append(m), qos.SENSOR)
@@ -88,6 +90,17 @@ def test_driver_node_topics_services_and_estop(graph):
 
     assert _call(peer, "stand_up").success
     assert _wait(lambda: driver.controller.last_sent.mode is Mode.STAND)
+    # Leg odometry of the standing robot: the kinematic height rises to standing, all feet in stance, at rest.
+    def odom_height():
+        return msgs.odom_to_arrays(received["odom"][-1])[0][2] if received["odom"] else 0.0
+
+    assert _wait(lambda: 0.15 < odom_height() < 0.35), f"odometry height {odom_height()}"
+    n = len(received["odom"])
+    assert _wait(lambda: len(received["odom"]) >= n + 25)
+    _, _, lin_vel, _ = msgs.odom_to_arrays(received["odom"][-1])
+    assert driver.odometry.stance.all(), f"stance {driver.odometry.stance}"
+    assert np.linalg.norm(lin_vel) < 0.2
+    assert odom_height() == pytest.approx(sim.stats()["base_height_m"], abs=0.03), "kinematic height = true height"
     action = np.linspace(-0.1, 0.1, 12)
     for _ in range(60):
         cmd_pub.publish(Float64MultiArray(data=action.tolist()))

@@ -3,13 +3,14 @@
 Graph role (topics relative, see ``simdist_ros.topics``):
     in   ``joint_command`` (Float64MultiArray, normalised action (12,) in MuJoCo order, qos.command),
          ``estop`` (Bool: True latches damping)
-    out  ``joint_states``, ``imu``, ``foot_contacts`` (qos.SENSOR), ``executed_command`` (the action the
+    out  ``joint_states``, ``imu``, ``foot_contacts``, ``odom`` (qos.SENSOR; leg-kinematic odometry, twist in the
+         base frame, see ``state_estimator``), ``executed_command`` (the action the
          motors actually got, after the safety clamps), ``/diagnostics``
     srv  ``estop``, ``reset_estop``, ``stand_up``, ``lie_down`` (std_srvs/Trigger)
 
 The 500 Hz control loop (``go2_control.ControlLoop``) runs in its own thread and never waits on ROS:
-callbacks only hand new targets / requests to ``Go2Controller``. Odometry is not published: low-level
-mode has no state estimator (``odom`` must come from a separate estimator node).
+callbacks only hand new targets / requests to ``Go2Controller``. Low-level mode runs no Unitree state
+estimator, so ``odom`` comes from ``state_estimator.LegOdometry`` (stance-leg kinematics + IMU).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
+from nav_msgs.msg import Odometry
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
@@ -33,6 +35,7 @@ from go2_bringup.constants import joint_limits_rad
 from go2_bringup.go2_control import ControlConfig, ControlLoop, Go2Controller
 from go2_bringup.go2_sdk import BridgeConfig, Go2SdkBridge
 from go2_bringup.safety import SafetyConfig, SafetyController
+from go2_bringup.state_estimator import EstimatorConfig, LegOdometry
 from simdist_ros import msgs, qos, topics
 
 
@@ -58,6 +61,7 @@ class Go2DriverParams:
     stand_duration_s: float
     estop_buttons: tuple[str, ...]
     frame_id: str
+    contact_threshold: float
 
     def __post_init__(self) -> None:
         if self.damp_timeout_s <= self.hold_timeout_s:
@@ -84,7 +88,9 @@ ROWS = (
     P("state_timeout_s", 0.1, "LowState age that latches the e-stop", lo=0.01, hi=5.0, read_only=True),
     P("stand_duration_s", 2.0, "Length of stand-up / lie-down", lo=0.2, hi=10.0, read_only=True),
     P("estop_buttons", ("L2", "B"), "Remote buttons that latch the e-stop ([] disables)", read_only=True),
-    P("frame_id", "base_link", "Frame of imu", read_only=True),
+    P("frame_id", "base_link", "Base frame (imu, odom child frame)", read_only=True),
+    P("contact_threshold", 20.0, "Foot force reading above which a foot is in stance (odometry)", lo=0.0, hi=1000.0,
+      read_only=True),
 )
 
 
@@ -116,6 +122,8 @@ class Go2DriverNode(Node):
                           estop_buttons=p.estop_buttons),
             self.bridge, safety, lowlevel)
         self.loop = ControlLoop(self.controller)
+        self.odometry = LegOdometry(EstimatorConfig(contact_threshold=p.contact_threshold))
+        self._odom_last_s: float | None = None
         self.bad_commands = 0
 
         inputs = MutuallyExclusiveCallbackGroup()
@@ -129,6 +137,7 @@ class Go2DriverNode(Node):
         self._joint_pub = self.create_publisher(JointState, topics.JOINT_STATES, qos.SENSOR)
         self._imu_pub = self.create_publisher(Imu, topics.IMU, qos.SENSOR)
         self._feet_pub = self.create_publisher(Float64MultiArray, topics.FOOT_CONTACTS, qos.SENSOR)
+        self._odom_pub = self.create_publisher(Odometry, topics.ODOM, qos.SENSOR)
         self._exec_pub = self.create_publisher(Float64MultiArray, topics.EXECUTED_COMMAND,
                                                qos.command(GO2.control_hz))
         self._diag_pub = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, qos.RELIABLE)
@@ -185,6 +194,12 @@ class Go2DriverNode(Node):
         self._imu_pub.publish(msgs.make_imu(state.quat_wxyz, state.gyro_rad_s, state.accel_m_s2, t_ns,
                                             self.params.frame_id))
         self._feet_pub.publish(msgs.make_float64_array(state.foot_force))
+        dt = 0.0 if self._odom_last_s is None else state.receive_time_s - self._odom_last_s
+        self._odom_last_s = state.receive_time_s
+        vel = self.odometry.update(state.q_rad, state.dq_rad_s, state.gyro_rad_s, state.quat_wxyz, state.foot_force,
+                                   max(dt, 0.0))
+        self._odom_pub.publish(msgs.make_odom(self.odometry.pos_m, state.quat_wxyz, vel, state.gyro_rad_s, t_ns,
+                                              "odom", self.params.frame_id))
         if self.controller.last_sent is not None:
             self._exec_pub.publish(msgs.make_float64_array(self.controller.executed_action))
 
