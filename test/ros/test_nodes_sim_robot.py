@@ -9,7 +9,8 @@ from node_harness import NodeProcess, Observer, diag_values, unique_namespace
 from rclpy.qos import QoSProfile
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Image, Imu, JointState
-from std_msgs.msg import Float64MultiArray
+from std_msgs.msg import Bool, Float64MultiArray
+from std_srvs.srv import Trigger
 
 from simdist_ros import msgs, qos, topics
 
@@ -76,6 +77,19 @@ def test_sim_robot_publishes_sensors_and_follows_commands(robot):
         assert obs.spin_until(lambda: int(diag_values(diags, "sim robot").get("bad_commands", "0")) >= 1, 30.0)
         values = diag_values(diags, "sim robot")
         assert int(values["clamped_commands"]) >= 1 and int(values["steps"]) > 0
+
+        # E-stop (topic) latches the default pose even while commands keep coming; reset_estop releases it.
+        obs.publisher(Bool, topics.ESTOP, 10).publish(Bool(data=True))
+        executed.clear()
+        assert obs.spin_until(lambda: int(diag_values(diags, "sim robot").get("estop_holds", "0")) >= 5, 30.0,
+                              on_spin=publish), node.log()[-2000:]  # fmt: skip
+        executed.clear()
+        assert obs.spin_until(lambda: len(executed) >= 5, 30.0, on_spin=publish)
+        assert all(np.allclose(m.data, 0.0) for m in executed), "e-stop must hold the default pose"
+        future = obs.node.create_client(Trigger, "reset_estop").call_async(Trigger.Request())
+        assert obs.spin_until(future.done, 30.0, on_spin=publish) and future.result().success
+        executed.clear()
+        assert obs.spin_until(lambda: sum(1 for m in executed if m.data[0] != 0.0) >= 3, 30.0, on_spin=publish)
 
         # Commands stop: after the timeout the watchdog returns to the default pose.
         executed.clear()

@@ -1,7 +1,8 @@
 """Simulated robot node: a MuJoCo task behind exactly the topics a real driver exposes.
 
 Graph role (topics relative, see ``simdist_ros.topics``):
-    in   ``joint_command`` (Float64MultiArray normalised action, qos.COMMAND)
+    in   ``joint_command`` (Float64MultiArray normalised action, qos.COMMAND), ``estop`` (Bool: True latches)
+    srv  ``estop``, ``reset_estop`` (std_srvs/Trigger)
     out  sensors (qos.SENSOR): ``joint_states``, ``imu``, ``odom``, ``height_map`` (32FC1), ``foot_contacts`` (Go2);
          ``joint_states``, ``odom`` (TCP pose), ``wrench``, ``camera/image_raw`` (rgb8) (UR5e);
          ``executed_command`` (qos.COMMAND), ``cmd_vel`` (the task's command, Go2), ``/clock``, ``/diagnostics``
@@ -36,7 +37,8 @@ from sensor_msgs.msg import Image, Imu, JointState
 from simdist_core.config import parse_overrides
 from simdist_core.robots import get_robot
 from simdist_core.sim.base import RobotEnv, make_env
-from std_msgs.msg import Float64MultiArray
+from std_msgs.msg import Bool, Float64MultiArray
+from std_srvs.srv import Trigger
 
 from simdist_ros import msgs, qos, topics
 from simdist_ros.params import P, TunableParams, declare_table
@@ -112,7 +114,7 @@ class SimRobotNode(Node):
         self._env_lock = threading.Lock()  # the sim thread steps, the diagnostics timer reads metrics
         self._cmd_cond = threading.Condition()  # lockstep: the sim thread waits for the next command
         self.counts = {"steps": 0, "episodes": 1, "falls": 0, "time_limits": 0, "watchdog_holds": 0,
-                       "clamped_commands": 0, "bad_commands": 0, "commands": 0}  # fmt: skip
+                       "clamped_commands": 0, "bad_commands": 0, "commands": 0, "estop_holds": 0}  # fmt: skip
         self._watchdog_active = True
         self._rtf_window = (time.monotonic(), 0)
 
@@ -127,6 +129,10 @@ class SimRobotNode(Node):
         self._cmd_vel_pub = self.create_publisher(Twist, topics.TASK_COMMAND, qos.RELIABLE)
         self._diag_pub = self.create_publisher(msgs.DiagnosticArray, topics.DIAGNOSTICS, qos.RELIABLE)
         self.create_subscription(Float64MultiArray, topics.COMMAND, self._on_command, qos.command(self.spec.control_hz))
+        self._estop_reason = ""
+        self.create_subscription(Bool, topics.ESTOP, self._on_estop, 10)
+        self.create_service(Trigger, "estop", lambda _req, resp: self._estop_service(resp, latch=True))
+        self.create_service(Trigger, "reset_estop", lambda _req, resp: self._estop_service(resp, latch=False))
         self.create_timer(params.diagnostics_period_s, self._publish_diagnostics)
 
         # The env lives in the simulation thread: an EGL renderer (UR5e camera) is bound to the thread that
@@ -162,8 +168,31 @@ class SimRobotNode(Node):
         with self._lock:
             self.counts[key] += 1
 
+    def _on_estop(self, msg: Bool) -> None:
+        if msg.data and not self._estop_reason:
+            self._estop_reason = "estop topic"
+            self.get_logger().error("e-stop latched (estop topic): holding the default pose until reset_estop")
+
+    def _estop_service(self, response: Trigger.Response, latch: bool) -> Trigger.Response:
+        if latch:
+            self._estop_reason = self._estop_reason or "estop service"
+            self.get_logger().error("e-stop latched (estop service): holding the default pose until reset_estop")
+            response.message = "e-stop latched: default pose until reset_estop"
+        else:
+            self._estop_reason = ""
+            self.get_logger().warning("e-stop reset: following commands again")
+            response.message = "e-stop reset"
+        response.success = True
+        return response
+
     def _action(self) -> np.ndarray:
-        """The command to apply now: the latest fresh one (clamped), else the default pose (watchdog)."""
+        """The command to apply now: the latest fresh one (clamped), else the default pose (watchdog, e-stop).
+
+        The simulated e-stop holds the default pose: the env's low-level controller has no damping mode.
+        """
+        if self._estop_reason:
+            self._count("estop_holds")
+            return np.zeros(self.spec.action_dim)
         timeout_ns = self._tunable.current.command_timeout_s * 1e9
         latest = self._command
         if latest is None or self.sim_ns - latest[1] > timeout_ns:
@@ -283,9 +312,12 @@ class SimRobotNode(Node):
         with self._env_lock:
             metrics = self.env.metrics() if self.env is not None else {}
         values.update({f"metric/{k}": float(v) for k, v in metrics.items()})
-        level, message = (
-            ("warn", "watchdog: holding default pose") if self._watchdog_active else ("ok", "following commands")
-        )
+        if self._estop_reason:
+            level, message = "error", f"e-stop latched ({self._estop_reason}): default pose until reset_estop"
+        elif self._watchdog_active:
+            level, message = "warn", "watchdog: holding default pose"
+        else:
+            level, message = "ok", "following commands"
         status = msgs.make_status(f"{self.get_name()}: sim robot", level, message, values, self.spec.name)
         self._diag_pub.publish(msgs.make_diagnostics([status], self.get_clock().now().nanoseconds))
 
