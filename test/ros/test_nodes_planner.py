@@ -116,3 +116,73 @@ def test_planner_node_plans_holds_and_hot_swaps(tmp_path):
         obs.close()
         rc = node.stop()
     assert rc == 0, f"planner_node did not exit cleanly (rc={rc}):\n{node.log()[-3000:]}"
+
+
+class _Log:
+    def __init__(self):
+        self.lines = []
+
+    def info(self, m):
+        self.lines.append(("info", m))
+
+    def error(self, m):
+        self.lines.append(("error", m))
+
+
+class _Planner:
+    def __init__(self):
+        self.swapped = []
+
+    def swap_model(self, model):
+        self.swapped.append(model)
+
+
+def _wait(pred, timeout_s=60.0):
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end and not pred():
+        time.sleep(0.01)
+    return pred()
+
+
+def test_model_swapper_refusals_without_a_graph(tmp_path):
+    """The swap worker on its own: malformed announcements, hash/version mismatches and a different model
+    config are refused with a reason; a good one is handed to the tick exactly once."""
+    from simdist_ros.model_swap import ModelSwapper, load_model, parse_announcement
+
+    model = tiny_world_model("go2")
+    save_checkpoint(tmp_path / "v1", model, version=1)
+    running, manifest = load_model(tmp_path / "v1", "cpu")
+    with torch.no_grad():
+        for p in model.dynamics.parameters():
+            p.mul_(1.01)
+    v2 = save_checkpoint(tmp_path / "v2", model, version=2, parent_version=1, parts_changed=("dynamics",))
+    other = save_checkpoint(tmp_path / "other", tiny_world_model("go2", seed=1), version=3)  # encoder differs
+    log, planner = _Log(), _Planner()
+    swapper = ModelSwapper(running, manifest, log, "cpu")
+    try:
+        cases = [
+            ("not json", "not JSON"),
+            (json.dumps({"path": "x"}), "lacks"),
+            (json.dumps({"path": str(tmp_path / "v2"), "version": 2, "sha256": "0" * 64,
+                         "parts_changed": ["dynamics"]}), "differs from the announced"),
+            (json.dumps({"path": str(tmp_path / "v2"), "version": 5, "sha256": v2.weights_sha256,
+                         "parts_changed": ["dynamics"]}), "version"),
+            (json.dumps({"path": str(tmp_path / "other"), "version": 3, "sha256": other.weights_sha256,
+                         "parts_changed": ["dynamics"]}), "encoder weights differ"),
+            (json.dumps({"path": str(tmp_path / "missing"), "version": 9, "sha256": "a", "parts_changed": []}),
+             "rejected"),
+        ]  # fmt: skip
+        for i, (text, reason) in enumerate(cases, start=1):
+            swapper.submit(text, 0)
+            assert _wait(lambda i=i: swapper.counts()["swaps_refused"] == i), swapper.counts()
+            assert reason in swapper.counts()["last_refusal"], (reason, swapper.counts()["last_refusal"])
+            assert swapper.take(planner, 0) is None
+        good = {"path": str(tmp_path / "v2"), "version": 2, "sha256": v2.weights_sha256, "parts_changed": ["dynamics"]}
+        swapper.submit(json.dumps(good), 0)
+        assert _wait(lambda: swapper._candidate is not None)
+        assert swapper.take(planner, 0) == "2" and swapper.take(planner, 0) is None
+        assert len(planner.swapped) == 1 and swapper.version == "2"
+        assert swapper.counts()["swaps"] == 1 and swapper.counts()["missed_ticks_in_swap"] == 0
+    finally:
+        swapper.close()
+    assert parse_announcement(json.dumps(good)).parts_changed == ("dynamics",)
