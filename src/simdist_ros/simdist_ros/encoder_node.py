@@ -9,7 +9,8 @@ Graph role (topics relative, see ``simdist_ros.topics``):
 
 Design choice: the full context (S x W floats, 51 x 64 = 13 KB for the reference Go2 model) is published
 every tick instead of only z, so the planner needs no copy of the encoder or the history and the
-encoder node is the only place observations become latents. Over loopback DDS that costs ~1 ms.
+encoder node is the only place observations become latents. 13 KB per tick is small for loopback DDS
+(shared/notes/environment.md: ~1 ms round trips for small messages; not measured separately for latents).
 
 Subscriptions only store the newest raw message; the tick validates and converts them. Any missing,
 late (older than ``max_input_age_ticks`` periods; ``max_image_age_ticks`` for the height map / camera, which
