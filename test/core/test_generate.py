@@ -22,7 +22,8 @@ torch.set_num_threads(1)
 ARGS = [
     "--robot", "go2", "--task", "flat", "--steps", "1000", "--seed", "3", "--num-shards", "2", "--chunk-steps", "150",
     "--set", "episode_length_s=2", "--set", "data.value.episodes=2", "--set", "data.value.train_steps=100",
-    "--set", "data.value.batch_size=256", "--no-fsync",
+    "--set", "data.value.batch_size=256", "--set", "data.value.branch_states=2", "--set", "data.value.branch_steps=20",
+    "--no-fsync",
 ]
 
 
@@ -139,3 +140,24 @@ def test_ur5e_generation_records_camera_images(tmp_path):
     batch = WindowSampler(ds, UR5E, batch_size=4, seed=0).sample()
     assert batch["obs"]["image"].shape == (4, UR5E.horizon + 1, 3, *UR5E.image_shape)
     assert batch["obs"]["image"].dtype == torch.uint8
+
+
+def test_expert_continuations_are_seeded_and_leave_the_env_untouched():
+    from simdist_core.data.rollout import BehaviourConfig, _expert_continuation, branch_expert_episodes
+    from simdist_core.sim.base import make_env
+
+    env = make_env("go2/flat", {"episode_length_s": "2"})
+    a = branch_expert_episodes(env, BehaviourConfig(), 3, seed=5, branch_steps=15, branch_prob=0.1)
+    b = branch_expert_episodes(env, BehaviourConfig(), 3, seed=5, branch_steps=15, branch_prob=0.1)
+    assert len(a) == 3 and all(len(e.rewards) <= 15 for e in a)
+    for x, y in zip(a, b, strict=True):
+        np.testing.assert_array_equal(x.features, y.features)
+    env.reset(seed=1)
+    for _ in range(10):
+        env.step(np.zeros(12))
+    qpos, time_s = env.data.qpos.copy(), env.time_s
+    episode = _expert_continuation(env, 10, np.random.default_rng(0))
+    assert len(episode.rewards) == 10 and episode.features.shape[0] == 11
+    np.testing.assert_array_equal(episode.features[0], env.privileged_state()["value_features"])
+    np.testing.assert_array_equal(env.data.qpos, qpos)
+    assert env.time_s == time_s

@@ -39,7 +39,7 @@ import numpy as np
 
 from simdist_core.config import apply_overrides, parse_overrides, to_dict
 from simdist_core.data.chunks import ChunkWriter, list_chunks, read_meta
-from simdist_core.data.rollout import BehaviourConfig, run_episode
+from simdist_core.data.rollout import BehaviourConfig, branch_expert_episodes, run_episode
 from simdist_core.data.value_labels import (
     VALUE_FN_META,
     ValueFitConfig,
@@ -53,6 +53,8 @@ log = logging.getLogger(__name__)
 DATASET_FORMAT = "simdist-dataset/1"
 VALUE_ROLLOUT_OVERRIDES: dict[str, dict[str, str]] = {"ur5e": {"render": "false"}}
 """Env overrides for the value-fit rollouts (only privileged state is used, so no camera)."""
+BRANCHING_ROBOTS = ("go2",)
+"""Robots whose expert can take over mid-episode (value-fit continuations; ``value_labels`` docstring)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -128,7 +130,12 @@ def ensure_value_function(cfg: GenerateConfig, out: Path) -> ValueFunction:
         lambda env, rng: make_policy(env, 1.0, rng),
         cfg.value.episodes, cfg.seed,
     )
-    vf = fit_value_function(episodes, cfg.value, seed=cfg.seed, meta={"task_id": cfg.task_id})
+    n_branches = cfg.value.branch_states if cfg.robot in BRANCHING_ROBOTS else 0
+    if n_branches:
+        env = _make_env(cfg, VALUE_ROLLOUT_OVERRIDES.get(cfg.robot))
+        episodes += branch_expert_episodes(env, cfg.behaviour, n_branches, cfg.seed, cfg.value.branch_steps)
+    meta = {"task_id": cfg.task_id, "clean_episodes": cfg.value.episodes, "branch_episodes": n_branches}
+    vf = fit_value_function(episodes, cfg.value, seed=cfg.seed, meta=meta)
     vf.save(out)
     log.info("fitted the value function in %.1f s (R^2 %.3f)", time.perf_counter() - t0, vf.meta["fit_r2"])
     return vf

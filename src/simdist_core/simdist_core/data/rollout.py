@@ -28,13 +28,15 @@ and ``clean_expert`` is False, so every executed transition has a next-state tar
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from simdist_core.data.perturbation import PerturbationConfig, PerturbationSchedule, apply_noise
-from simdist_core.data.value_labels import ValueFunction
-from simdist_core.experts import make_policy
+from simdist_core.data.value_labels import ExpertEpisode, ValueFunction
+from simdist_core.experts import Policy, make_policy
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -70,6 +72,21 @@ def _obs_fields(obs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {f"obs/{key}": value for key, value in obs.items()}
 
 
+def _start_episode(
+    env: Any, cfg: BehaviourConfig, seed_seq: np.random.SeedSequence  # noqa: ANN401  (any RobotEnv)
+) -> tuple[bool, float, dict[str, np.ndarray], Policy, PerturbationSchedule]:
+    """Reset ``env`` and draw who drives and how it is perturbed: (is_expert, skill, obs, policy, schedule)."""
+    env_ss, choice_ss, policy_ss, noise_ss = seed_seq.spawn(4)
+    choice = np.random.default_rng(choice_ss)
+    is_expert = bool(choice.random() < cfg.expert_fraction)
+    skill = 1.0 if is_expert else float(choice.uniform(cfg.weak_skill_min, cfg.weak_skill_max))
+    obs = env.reset(seed=int(env_ss.generate_state(1)[0]))
+    policy = make_policy(env, skill, np.random.default_rng(policy_ss))
+    schedule = PerturbationSchedule(cfg.perturbation, action_dim=env.spec.action_dim)
+    schedule.reset(np.random.default_rng(noise_ss))
+    return is_expert, skill, obs, policy, schedule
+
+
 def run_episode(
     env: object, cfg: BehaviourConfig, value_fn: ValueFunction, seed: int, shard: int, index: int
 ) -> list[dict[str, np.ndarray]]:
@@ -83,14 +100,7 @@ def run_episode(
         shard: shard number.
         index: episode index within the shard.
     """
-    env_ss, choice_ss, policy_ss, noise_ss = episode_seed(seed, shard, index).spawn(4)
-    choice = np.random.default_rng(choice_ss)
-    is_expert = bool(choice.random() < cfg.expert_fraction)
-    skill = 1.0 if is_expert else float(choice.uniform(cfg.weak_skill_min, cfg.weak_skill_max))
-    obs = env.reset(seed=int(env_ss.generate_state(1)[0]))
-    policy = make_policy(env, skill, np.random.default_rng(policy_ss))
-    schedule = PerturbationSchedule(cfg.perturbation, action_dim=env.spec.action_dim)
-    schedule.reset(np.random.default_rng(noise_ss))
+    is_expert, skill, obs, policy, schedule = _start_episode(env, cfg, episode_seed(seed, shard, index))
     rows: list[dict[str, np.ndarray]] = []
     base = {"expert_episode": np.bool_(is_expert), "skill": np.float32(skill), "episode_id": np.int64(index)}
     terminated = truncated = False
@@ -123,3 +133,46 @@ def run_episode(
     for row, value in zip(rows, values, strict=True):
         row["value"] = np.float32(value)
     return rows
+
+
+def _expert_continuation(env: Any, steps: int, rng: np.random.Generator) -> ExpertEpisode:  # noqa: ANN401
+    """The clean expert taking over from ``env``'s current state, on a deep copy (``env`` is untouched)."""
+    clone = copy.deepcopy(env)
+    expert = make_policy(clone, 1.0, rng)
+    feats, rewards, terminated = [clone.privileged_state()["value_features"]], [], False
+    for _ in range(steps):
+        result = clone.step(expert.act(clone))
+        rewards.append(result.reward)
+        feats.append(clone.privileged_state()["value_features"])
+        if result.terminated or result.truncated:
+            terminated = bool(result.terminated)
+            break
+    return ExpertEpisode(np.stack(feats).astype(np.float32), np.array(rewards, np.float64), terminated)
+
+
+def branch_expert_episodes(
+    env: Any, cfg: BehaviourConfig, n_states: int, seed: int, branch_steps: int, branch_prob: float = 0.02  # noqa: ANN401
+) -> list[ExpertEpisode]:
+    """Clean expert continuations from states the generation behaviour visits (value_labels docstring).
+
+    Behaviour episodes (expert or weak policy with perturbations, as in ``run_episode`` but seeded
+    apart from the dataset's) run on ``env``; at each step, with probability ``branch_prob``, the
+    env is copied and the clean expert runs from there for up to ``branch_steps`` steps. A
+    continuation that hits the time limit or ``branch_steps`` counts as truncated (bootstrapped).
+    """
+    out: list[ExpertEpisode] = []
+    episode = 0
+    while len(out) < n_states:
+        seed_seq = np.random.SeedSequence([seed, 0xB4A, episode])
+        _, _, _, policy, schedule = _start_episode(env, cfg, seed_seq)
+        branch_rng = np.random.default_rng(seed_seq.spawn(1)[0])
+        for step in range(cfg.max_episode_steps):
+            if step > 0 and branch_rng.random() < branch_prob:
+                out.append(_expert_continuation(env, branch_steps, branch_rng))
+                if len(out) == n_states:
+                    break
+            result = env.step(apply_noise(policy.act(env), schedule.step()[0]))
+            if result.terminated or result.truncated:
+                break
+        episode += 1
+    return out
