@@ -43,6 +43,7 @@ DEFAULT_TOPICS: dict[str, tuple[tuple[str, str], ...]] = {
     "ur5e": (
         (topics.JOINT_STATES, "sensor_msgs/msg/JointState"), (topics.WRENCH, "geometry_msgs/msg/WrenchStamped"),
         (topics.CAMERA_IMAGE, "sensor_msgs/msg/Image"),
+        (topics.ODOM, "nav_msgs/msg/Odometry"),  # the TCP pose in the robot base frame (simdist_ros.sensors)
     ),
 }
 """Per-robot sensor topics; :data:`COMMON_TOPICS` are added for every robot."""
