@@ -186,3 +186,18 @@ def test_model_swapper_refusals_without_a_graph(tmp_path):
     finally:
         swapper.close()
     assert parse_announcement(json.dumps(good)).parts_changed == ("dynamics",)
+
+
+def test_tick_stats_counts_missed_ticks_on_the_node_clock():
+    from simdist_ros.runtime import TickStats
+
+    stats = TickStats(0.02)  # 50 Hz: 20 ms periods
+    period = 20_000_000
+    assert [stats.start(t) for t in (0, period, 2 * period)] == [0, 0, 0]
+    stats.stop()
+    # The next tick starts 4 periods later: ticks at 3 and 4 periods never ran (rcl skips, it does not bunch).
+    assert stats.start(5 * period) == 2
+    assert stats.start(int(6.4 * period)) == 0  # 1.4 periods: late, not missed
+    assert (stats.ticks, stats.missed_ticks) == (5, 2)
+    p50, p99 = stats.percentiles_ms()
+    assert 0.0 <= p50 <= p99

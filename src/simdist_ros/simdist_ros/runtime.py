@@ -153,7 +153,10 @@ def run_node(make_node: Callable[[], Node], args: list[str] | None = None, threa
 
         spinner = threading.Thread(target=spin, name="executor")
         spinner.start()
-        while not stop.wait(0.5):
+        try:
+            while not stop.wait(0.5):
+                pass
+        except KeyboardInterrupt:  # a signal that arrived before the handlers were installed
             pass
         executor.shutdown(timeout_sec=5.0)
         spinner.join(timeout=10.0)
