@@ -163,6 +163,7 @@ def test_estop_latches_damping_until_reset(stack):
     assert _wait(lambda: controller.last_sent.mode is Mode.ESTOP)
     assert "remote" in controller.safety.estop_reason
     sim.set_remote()
+    assert _wait(lambda: bridge.latest().remote_buttons == 0)
     n = controller.ticks
     assert _wait(lambda: controller.ticks > n + 20)
     assert controller.last_sent.mode is Mode.ESTOP

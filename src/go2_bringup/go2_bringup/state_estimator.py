@@ -92,16 +92,17 @@ class LegOdometry:
             dt_s: time since the previous update (for the position integral).
         """
         pos, vel = self.kin.feet(q_rad, dq_rad_s)
+        rot = quat_to_rotmat(np.asarray(quat_wxyz, dtype=np.float64))  # base -> odometry frame
         self.stance = np.asarray(foot_force) > self.config.contact_threshold
         if np.any(self.stance):
             samples = -(vel[self.stance] + np.cross(gyro_rad_s, pos[self.stance]))  # (n_stance, 3)
             a = self.config.filter_alpha
             self.lin_vel_m_s = (1.0 - a) * self.lin_vel_m_s + a * samples.mean(axis=0)
-            height = -float(np.mean(pos[self.stance, 2]))
+            height = -float(np.mean((pos[self.stance] @ rot.T)[:, 2]))  # vertical depth of the stance feet
         else:
             self.lin_vel_m_s = self.lin_vel_m_s * self.config.decay_without_contact
             height = self.pos_m[2]
-        world_vel = quat_to_rotmat(np.asarray(quat_wxyz, dtype=np.float64)) @ self.lin_vel_m_s
+        world_vel = rot @ self.lin_vel_m_s
         self.pos_m[:2] += world_vel[:2] * dt_s
         self.pos_m[2] = height
         return self.lin_vel_m_s
