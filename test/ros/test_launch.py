@@ -58,8 +58,6 @@ def test_graph_nodes_exist_and_parameters_are_declared(robot):
         if node.external:
             continue
         scripts = console_scripts(node.package)
-        if node.executable not in scripts and node.package != "simdist_ros":
-            pytest.xfail(f"{node.package} does not declare {node.executable!r} yet (owned by DRIVERS)")
         assert node.executable in scripts, f"{robot}: {node.executable} not in {node.package}/setup.py"
         declared = param_table(node.package, node.executable)
         undeclared = set(graph.global_parameters) | set(node.parameters)
@@ -79,8 +77,6 @@ def test_params_file_sections_match_graph_and_tables(robot):
             continue
         assert section in by_name, f"{robot} params file section {section!r} is not a node of the graph"
         node = by_name[section]
-        if node.executable not in console_scripts(node.package):
-            continue  # reported by the test above
         declared = param_table(node.package, node.executable)
         keys = set(body["ros__parameters"])
         assert keys <= declared, f"{robot}/{section}: params file keys {sorted(keys - declared)} not declared"
