@@ -37,8 +37,10 @@ class ExpertConfig:
     """Approach height of the tip above the fixture top."""
     descend_speed: float = 0.6
     """Normalised |action| while descending (x max_step_m per step)."""
-    touch_speed: float = 0.25
+    touch_speed: float = 0.2
     """Normalised |action| within 4 mm of the fixture top (softer impact)."""
+    touch_force_n: float = 8.0
+    """Upward wrist force that ends the descent (switch to search) before the target winds up."""
     press_m: float = 0.002
     """Target this far below the tip while searching (~8 N with the default servos)."""
     spiral_pitch_m: float = 0.0008
@@ -57,8 +59,8 @@ class ExpertConfig:
         for name in ("pose_error_m", "yaw_error_rad", "press_m", "spiral_speed_m", "action_noise"):
             if getattr(self, name) < 0:
                 raise ValueError(f"ExpertConfig.{name} must be >= 0, got {getattr(self, name)!r}")
-        for name in ("hover_m", "descend_speed", "touch_speed", "spiral_pitch_m", "spiral_max_radius_m", "gain",
-                     "turn_speed"):
+        for name in ("hover_m", "descend_speed", "touch_speed", "touch_force_n", "spiral_pitch_m",
+                     "spiral_max_radius_m", "gain", "turn_speed"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"ExpertConfig.{name} must be > 0, got {getattr(self, name)!r}")
 
@@ -140,7 +142,8 @@ class UR5eExpert:
             self._hole_xy = tcp[:2].copy()  # the part found the hole: follow it
         stalled = self._stalled(float(tcp[2]))
         if self.phase == "descend":
-            if stalled and tcp[2] < top_z + 0.003:
+            touching = -env.sim.wrench()[2] > cfg.touch_force_n  # the wrist feels the lip: stop pushing at once
+            if (stalled or touching) and tcp[2] < top_z + 0.003:
                 self.phase = "search"
             near = tcp[2] < top_z + 0.004
             return np.array([*self._hole_xy, bottom_z]), None, cfg.touch_speed if near else cfg.descend_speed

@@ -6,8 +6,8 @@
 The shifted variants stand in for the real robot: actions arrive 2 control steps (100 ms) late, the
 servos are half as stiff, the part is 6x heavier (0.3 kg peg, not gravity-compensated) and friction
 is doubled (1.0). Measured with ``measure_expert`` (20 episodes, skill 1, 2026-11-30): nominal peg and
-table leg 100% on the narrow and wide grids; shifted peg 55% (narrow) / 65% (wide), shifted table
-leg 65% / 70%. Alone, two steps of latency already costs the peg expert about half its successes.
+table leg 100% on the narrow and wide grids; shifted peg 55% (narrow) / 70% (wide), shifted table
+leg 65% / 65%. Alone, two steps of latency already costs the peg expert about half its successes.
 """
 
 from __future__ import annotations
