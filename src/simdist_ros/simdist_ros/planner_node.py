@@ -199,8 +199,9 @@ class PlannerNode(Node):
         if action.shape != self._hold.shape or not np.all(np.isfinite(action)):
             self.get_logger().error(f"planner returned a bad action {action}, holding", throttle_duration_sec=1.0)
             return self._hold_action("planner_errors", "non-finite or mis-shaped action"), None
-        if bool(getattr(result, "fallback", False)):
+        if getattr(result, "fallback", None):
             self._count("planner_fallbacks")
+            self.get_logger().warning(f"planner fallback (hold action): {result.fallback}", throttle_duration_sec=1.0)
         self._last_hold_reason = ""
         return np.clip(action, -1.0, 1.0), result
 
