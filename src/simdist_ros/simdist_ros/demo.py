@@ -63,7 +63,11 @@ class Progress:
         self.robot = values
         t_s = float(values.get("sim_time_s", self.sim_time_s))
         self.sim_time_s = max(self.sim_time_s, t_s)
-        if self.kind == "success":
+        if self.kind == "success" and "successes" in values:  # a cumulative counter, if the sim robot has one
+            self.total = float(values["successes"])
+            self.samples.append((t_s, self.total))
+        elif self.kind == "success":
+            # Sampled at the diagnostics rate: a success whose episode resets between two samples is missed.
             episode = int(float(values.get("episodes", 0)))
             if episode != self._episode:
                 self._episode, self._episode_success = episode, False
