@@ -46,7 +46,7 @@ def measure_throughput(robot: str, task: str, seconds: float, overrides: dict[st
 
     torch.set_num_threads(1)
     cfg = GenerateConfig(robot=robot, task=task, steps=10**9, seed=0, env_overrides=tuple((overrides or {}).items()),
-                         value=ValueFitConfig(episodes=1, train_steps=50))
+                         value=ValueFitConfig(episodes=1, train_steps=50, branch_states=0))
     marks: list[tuple[float, float, int]] = []  # (wall s, process CPU s, rows of the episode just written)
 
     def progress(rows: int) -> None:
