@@ -47,3 +47,11 @@ def test_bad_value_is_a_clear_error():
 def test_dict_round_trip():
     cfg = apply_overrides(_Task(), {"terrain.slope_deg": "12"})
     assert from_dict(_Task, to_dict(cfg)) == cfg
+
+
+def test_nested_errors_name_the_dotted_key():
+    """Regression: errors in a nested section named only the inner key ('friction'), not 'terrain.friction'."""
+    with pytest.raises(ValueError, match="'terrain.mu'"):
+        apply_overrides(_Task(), {"terrain.mu": "0.1"})
+    with pytest.raises(ValueError, match="terrain.friction='slippery'"):
+        apply_overrides(_Task(), {"terrain.friction": "slippery"})

@@ -65,7 +65,7 @@ def _coerce(value: str, annotation: Any, key: str) -> Any:
     raise ValueError(f"{key}: cannot set a field of type {annotation!r} from the command line")
 
 
-def apply_overrides(config: T, overrides: Mapping[str, str]) -> T:
+def apply_overrides(config: T, overrides: Mapping[str, str], *, _prefix: str = "") -> T:
     """Return a copy of the dataclass ``config`` with dotted string overrides applied.
 
     Validation runs again in each rebuilt dataclass's ``__post_init__``.
@@ -79,20 +79,21 @@ def apply_overrides(config: T, overrides: Mapping[str, str]) -> T:
     hints = typing.get_type_hints(type(config))
     for key, value in overrides.items():
         head, _, rest = key.partition(".")
+        full_key = _prefix + key  # errors name the key as the user typed it
         if head not in fields:
             raise ValueError(
-                f"unknown config key {key!r} for {type(config).__name__}; valid keys: {sorted(fields)}"
+                f"unknown config key {full_key!r} for {type(config).__name__}; valid keys: {sorted(fields)}"
             )
         if rest:
             if not dataclasses.is_dataclass(getattr(config, head)):
-                raise ValueError(f"{key!r}: {head!r} is a value, not a section")
+                raise ValueError(f"{full_key!r}: {head!r} is a value, not a section")
             nested.setdefault(head, {})[rest] = value
         elif dataclasses.is_dataclass(getattr(config, head)):
-            raise ValueError(f"{key!r} is a section; set one of its fields, e.g. {head}.<field>=...")
+            raise ValueError(f"{full_key!r} is a section; set one of its fields, e.g. {head}.<field>=...")
         else:
-            direct[head] = _coerce(value, hints[head], key)
+            direct[head] = _coerce(value, hints[head], full_key)
     for head, sub in nested.items():
-        direct[head] = apply_overrides(getattr(config, head), sub)
+        direct[head] = apply_overrides(getattr(config, head), sub, _prefix=f"{_prefix}{head}.")
     return dataclasses.replace(config, **direct)  # type: ignore[type-var]
 
 
