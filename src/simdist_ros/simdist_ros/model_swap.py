@@ -118,7 +118,7 @@ class ModelSwapper:
         self._in_swap = False
         self._settling = False
         self._stop = False
-        self._counts = {"swaps": 0, "swaps_refused": 0, "missed_ticks_in_swap": 0}
+        self._counts = {"swaps": 0, "swaps_refused": 0, "missed_ticks_in_swap": 0, "ticks_in_swap": 0}
         self.last_refusal = ""
         self._thread = threading.Thread(target=self._run, name="model_swapper", daemon=True)
         self._thread.start()
@@ -136,6 +136,7 @@ class ModelSwapper:
         with self._cond:
             if self._in_swap:
                 self._counts["missed_ticks_in_swap"] += missed_ticks
+                self._counts["ticks_in_swap"] += 1
             if self._settling:  # the window closes one tick after the swap: the new model's first plan counts too
                 self._settling = False
                 self._in_swap = self._pending is not None or self._candidate is not None
