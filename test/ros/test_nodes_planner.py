@@ -206,3 +206,24 @@ def test_tick_stats_counts_missed_ticks_on_the_node_clock():
     assert (stats.ticks, stats.missed_ticks) == (5, 2)
     p50, p99 = stats.percentiles_ms()
     assert 0.0 <= p50 <= p99
+
+
+def test_build_planner_presets_and_overrides(tmp_path):
+    from simdist_core.planning.mppi import PlannerConfig
+    from simdist_ros.model_swap import build_planner, load_model
+
+    model = tiny_world_model("go2")
+    stored = PlannerConfig(num_samples=8, num_pi_samples=2, iterations=1, num_elites=2)
+    save_checkpoint(tmp_path / "with", model, version=1, planner_config=stored)
+    save_checkpoint(tmp_path / "without", model, version=1)
+    m, manifest = load_model(tmp_path / "with", "cpu")
+    assert build_planner(m, manifest, "auto", (), "cpu", 0).cfg == stored  # the checkpoint's config wins
+    assert build_planner(m, manifest, "auto", ("iterations=3",), "cpu", 0).cfg.iterations == 3
+    m2, manifest2 = load_model(tmp_path / "without", "cpu")
+    assert build_planner(m2, manifest2, "auto", (), "cpu", 0).cfg.num_samples == 32  # cpu preset
+    with pytest.raises(KeyError, match="stores no"):
+        build_planner(m2, manifest2, "checkpoint", (), "cpu", 0)
+    with pytest.raises(KeyError, match="valid"):
+        build_planner(m2, manifest2, "gpu_fast", (), "cpu", 0)
+    with pytest.raises(ValueError, match="unknown config key"):
+        build_planner(m2, manifest2, "cpu", ("no_such_key=1",), "cpu", 0)

@@ -82,7 +82,10 @@ def build_planner(
     device: str,
     seed: int,  # noqa: ANN401
 ) -> Any:  # noqa: ANN401
-    """The MPPI planner: a named preset (or ``"checkpoint"``: the config stored beside the weights) + overrides.
+    """The MPPI planner of a named config with ``key=value`` overrides applied.
+
+    ``preset`` is a ``PRESETS`` name, ``"checkpoint"`` (the config stored beside the weights) or ``"auto"``
+    (the stored config if present, else ``"cpu"``).
 
     Raises:
         KeyError: unknown preset (lists the valid ones) or ``"checkpoint"`` with no stored planner config.
@@ -90,8 +93,10 @@ def build_planner(
     """
     from simdist_core.planning.mppi import MPPIPlanner, PlannerConfig, planner_preset
 
+    stored = manifest_get(manifest, "planner_config")
+    if preset == "auto":
+        preset = "checkpoint" if isinstance(stored, dict) else "cpu"
     if preset == "checkpoint":
-        stored = manifest_get(manifest, "planner_config")
         if not isinstance(stored, dict):
             raise KeyError("planner_preset=checkpoint but the checkpoint manifest stores no 'planner' config")
         cfg = from_dict(PlannerConfig, stored)

@@ -54,9 +54,10 @@ class PlannerParams:
     seed: int
     """Planner sampling seed."""
     planner_preset: str
-    """``simdist_core.planning.mppi.PRESETS`` name, or ``checkpoint`` for the config stored with the weights."""
+    """``simdist_core.planning.mppi.PRESETS`` name, ``checkpoint`` (the config stored with the weights), or
+    ``auto`` (the stored config if there is one, else the ``cpu`` preset)."""
     planner_overrides: tuple[str, ...]
-    """``key=value`` overrides of the checkpoint's planner config (e.g. ``num_samples=64``)."""
+    """``key=value`` overrides of the chosen planner config (e.g. ``num_samples=64``)."""
     rollout_every_n: int
     """Publish plan + predicted rollout markers every n ticks (0 = never)."""
     diagnostics_period_s: float
@@ -78,8 +79,13 @@ ROWS = (
     P("control_hz", 0.0, "Tick rate in Hz; 0 = the robot spec's rate", lo=0.0, hi=1000.0, read_only=True),
     P("stale_ticks", 3.0, "Latent age (control periods) beyond which the planner holds", lo=1.0, hi=100.0),
     P("seed", 0, "Planner sampling seed", lo=0, hi=2**31 - 1, read_only=True),
-    P("planner_preset", "cpu", "MPPI preset (cpu, reference) or 'checkpoint'", read_only=True),
-    P("planner_overrides", (), "key=value overrides of the checkpoint's planner config", read_only=True),
+    P(
+        "planner_preset",
+        "auto",
+        "MPPI config: auto (checkpoint's, else cpu), checkpoint, cpu, reference",
+        read_only=True,
+    ),
+    P("planner_overrides", (), "key=value overrides of that planner config, e.g. num_samples=64", read_only=True),
     P("rollout_every_n", 5, "Publish plan + rollout markers every n ticks (0 = never)", lo=0, hi=1000),
     P("diagnostics_period_s", 1.0, "Diagnostics period in seconds", lo=0.05, hi=60.0, read_only=True),
     P("frame_id", "", "Frame of the predicted rollout markers; empty = the robot's base frame"),
