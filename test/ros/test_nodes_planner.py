@@ -209,7 +209,7 @@ def test_tick_stats_counts_missed_ticks_on_the_node_clock():
 
 
 def test_build_planner_presets_and_overrides(tmp_path):
-    from simdist_core.planning.mppi import PlannerConfig
+    from simdist_core.planning.mppi import PRESETS, PlannerConfig
     from simdist_ros.model_swap import build_planner, load_model
 
     model = tiny_world_model("go2")
@@ -220,7 +220,7 @@ def test_build_planner_presets_and_overrides(tmp_path):
     assert build_planner(m, manifest, "auto", (), "cpu", 0).cfg == stored  # the checkpoint's config wins
     assert build_planner(m, manifest, "auto", ("iterations=3",), "cpu", 0).cfg.iterations == 3
     m2, manifest2 = load_model(tmp_path / "without", "cpu")
-    assert build_planner(m2, manifest2, "auto", (), "cpu", 0).cfg.num_samples == 32  # cpu preset
+    assert build_planner(m2, manifest2, "auto", (), "cpu", 0).cfg == PRESETS["cpu"]
     with pytest.raises(KeyError, match="stores no"):
         build_planner(m2, manifest2, "checkpoint", (), "cpu", 0)
     with pytest.raises(KeyError, match="valid"):
