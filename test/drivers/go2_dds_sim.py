@@ -35,112 +35,126 @@ def _build_model():
     return model
 
 
-def _run(conn, domain_id: int, state_decimation: int, start_pose: str) -> None:  # noqa: C901 - one test loop
-    import mujoco
-    from simdist_core.sim import go2_constants as gc
-    from unitree_sdk2py.core.channel import ChannelFactoryInitialize, ChannelPublisher, ChannelSubscriber
-    from unitree_sdk2py.idl.default import unitree_go_msg_dds__LowState_
-    from unitree_sdk2py.idl.unitree_go.msg.dds_ import LowCmd_, LowState_
-    from unitree_sdk2py.utils.crc import CRC
+class _SimProcess:
+    """The simulator inside its process: physics, the robot's motor PD, DDS I/O and the test pipe."""
 
-    model = _build_model()
-    data = mujoco.MjData(model)
-    mujoco.mj_resetDataKeyframe(model, data, 0)
-    if start_pose == "lying":
-        data.qpos[2] = 0.12
-        data.qpos[7:] = np.array([0.0, 1.25, -2.65] * 4)
-    mujoco.mj_forward(model, data)
-    qadr = np.array([model.joint(n).qposadr[0] for n in gc.JOINT_NAMES])
-    vadr = np.array([model.joint(n).dofadr[0] for n in gc.JOINT_NAMES])
-    act = np.array([model.actuator(n).id for n in gc.ACTUATOR_NAMES])
-    foot_geoms = [model.geom(n).id for n in gc.FOOT_GEOM_NAMES]
-    leg_mj_to_sdk = np.array([gc.LEGS.index(leg) for leg in gc.SDK_LEGS])
+    def __init__(self, conn, domain_id: int, state_decimation: int, start_pose: str) -> None:
+        import mujoco
+        from simdist_core.sim import go2_constants as gc
+        from unitree_sdk2py.core.channel import ChannelFactoryInitialize, ChannelPublisher, ChannelSubscriber
+        from unitree_sdk2py.idl.unitree_go.msg.dds_ import LowCmd_, LowState_
+        from unitree_sdk2py.utils.crc import CRC
 
-    ChannelFactoryInitialize(domain_id, "lo")
-    crc = CRC()
-    latest = {"cmd": None}
-    history: deque = deque(maxlen=HISTORY)
-    counts = {"commands": 0, "crc_ok": 0, "crc_bad": 0, "states": 0}
+        self.gc, self.conn, self.decimation = gc, conn, state_decimation
+        self.model = _build_model()
+        self.data = mujoco.MjData(self.model)
+        mujoco.mj_resetDataKeyframe(self.model, self.data, 0)
+        if start_pose == "lying":
+            self.data.qpos[2] = 0.12
+            self.data.qpos[7:] = np.array([0.0, 1.25, -2.65] * 4)
+        mujoco.mj_forward(self.model, self.data)
+        self.qadr = np.array([self.model.joint(n).qposadr[0] for n in gc.JOINT_NAMES])
+        self.vadr = np.array([self.model.joint(n).dofadr[0] for n in gc.JOINT_NAMES])
+        self.act = np.array([self.model.actuator(n).id for n in gc.ACTUATOR_NAMES])
+        self.foot_geoms = [self.model.geom(n).id for n in gc.FOOT_GEOM_NAMES]
+        self.leg_mj_to_sdk = np.array([gc.LEGS.index(leg) for leg in gc.SDK_LEGS])
+        ChannelFactoryInitialize(domain_id, "lo")
+        self.crc = CRC()
+        self.cmd = None  # (12, 6) SDK order: mode, q, dq, kp, kd, tau of the last valid LowCmd
+        self.history: deque = deque(maxlen=HISTORY)
+        self.counts = {"commands": 0, "crc_ok": 0, "crc_bad": 0, "states": 0}
+        self.remote, self.paused, self.corrupt, self.step = bytes(40), False, 0, 0
+        self.sub = ChannelSubscriber("rt/lowcmd", LowCmd_)
+        self.sub.Init(self.on_cmd, 0)
+        self.pub = ChannelPublisher("rt/lowstate", LowState_)
+        self.pub.Init()
 
-    def on_cmd(msg: LowCmd_) -> None:
-        ok = crc.Crc(msg) == msg.crc
-        counts["commands"] += 1
-        counts["crc_ok" if ok else "crc_bad"] += 1
-        motors = msg.motor_cmd[:12]
-        row = np.array([[m.mode, m.q, m.dq, m.kp, m.kd, m.tau] for m in motors], dtype=np.float64)  # (12, 6) SDK
-        history.append((ok, row))
+    def on_cmd(self, msg) -> None:
+        ok = self.crc.Crc(msg) == msg.crc
+        self.counts["commands"] += 1
+        self.counts["crc_ok" if ok else "crc_bad"] += 1
+        row = np.array([[m.mode, m.q, m.dq, m.kp, m.kd, m.tau] for m in msg.motor_cmd[:12]], dtype=np.float64)
+        self.history.append((ok, row))
         if ok:
-            latest["cmd"] = row
+            self.cmd = row
 
-    sub = ChannelSubscriber("rt/lowcmd", LowCmd_)
-    sub.Init(on_cmd, 0)
-    pub = ChannelPublisher("rt/lowstate", LowState_)
-    pub.Init()
-    remote = bytes(40)
-    paused = False
-    corrupt = 0
-    dt = model.opt.timestep
-    next_s = time.monotonic()
-    step = 0
-    conn.send("ready")
-    while True:
-        while conn.poll():
-            request, arg = conn.recv()
+    def serve_requests(self) -> bool:
+        """Answer the test's requests; False when asked to stop."""
+        while self.conn.poll():
+            request, arg = self.conn.recv()
             if request == "stop":
-                conn.send(dict(counts))
-                return
+                self.conn.send(dict(self.counts))
+                return False
             if request == "stats":
-                rows = list(history)
-                conn.send({**counts,
-                           "crc_flags": np.array([r[0] for r in rows], dtype=bool),
-                           "cmds": np.array([r[1] for r in rows]).reshape(-1, 12, 6),
-                           "q_mj": data.qpos[qadr].copy(),
-                           "base_height_m": float(data.qpos[2])})
-            elif request == "remote":
-                remote = bytes(arg)
-                conn.send(True)
+                rows = list(self.history)
+                self.conn.send({**self.counts, "crc_flags": np.array([r[0] for r in rows], dtype=bool),
+                                "cmds": np.array([r[1] for r in rows]).reshape(-1, 12, 6),
+                                "q_mj": self.data.qpos[self.qadr].copy(), "base_height_m": float(self.data.qpos[2])})
+                continue
+            if request == "remote":
+                self.remote = bytes(arg)
             elif request == "pause":
-                paused = bool(arg)
-                conn.send(True)
+                self.paused = bool(arg)
             elif request == "corrupt":
-                corrupt = int(arg)
-                conn.send(True)
-        # The motor PD of the real robot, in SDK order -> MuJoCo order.
-        cmd = latest["cmd"]
+                self.corrupt = int(arg)
+            self.conn.send(True)
+        return True
+
+    def physics_step(self) -> None:
+        """The motor PD of the real robot (SDK order -> MuJoCo order), then one physics step."""
+        import mujoco
+
         tau = np.zeros(12)
-        if cmd is not None:
-            cmd_mj = cmd[gc.SDK_TO_MUJOCO]  # (12, 6)
-            q, dq = data.qpos[qadr], data.qvel[vadr]
-            on = cmd_mj[:, 0] != 0
-            tau = on * (cmd_mj[:, 3] * (cmd_mj[:, 1] - q) + cmd_mj[:, 4] * (cmd_mj[:, 2] - dq) + cmd_mj[:, 5])
-        data.ctrl[act] = np.clip(tau, -gc.TORQUE_LIMIT_NM, gc.TORQUE_LIMIT_NM)
-        mujoco.mj_step(model, data)
-        step += 1
-        if step % state_decimation == 0 and not paused:
-            msg = unitree_go_msg_dds__LowState_()
-            q_mj, dq_mj = data.qpos[qadr], data.qvel[vadr]
-            for i, j in enumerate(gc.MUJOCO_TO_SDK):
-                msg.motor_state[i].q = float(q_mj[j])
-                msg.motor_state[i].dq = float(dq_mj[j])
-                msg.motor_state[i].tau_est = float(data.actuator_force[act[j]])
-            msg.imu_state.quaternion = [float(x) for x in data.qpos[3:7]]
-            msg.imu_state.gyroscope = [float(x) for x in data.qvel[3:6]]
-            msg.imu_state.accelerometer = [float(x) for x in data.sensordata[:3]]
-            msg.foot_force = [int(min(_foot_force(model, data, foot_geoms[k]), 32767)) for k in leg_mj_to_sdk]
-            msg.wireless_remote = list(remote)
-            msg.tick = int(step * dt * 1000)
-            msg.crc = crc.Crc(msg)
-            if corrupt > 0:
-                msg.crc ^= 0xFFFF
-                corrupt -= 1
-            pub.Write(msg)
-            counts["states"] += 1
-        next_s += dt
-        delay = next_s - time.monotonic()
-        if delay > 0:
-            time.sleep(delay)
-        elif delay < -0.1:
-            next_s = time.monotonic()  # a loaded CI machine: run slower than real time, never burst
+        if self.cmd is not None:
+            cmd = self.cmd[self.gc.SDK_TO_MUJOCO]  # (12, 6)
+            q, dq = self.data.qpos[self.qadr], self.data.qvel[self.vadr]
+            tau = (cmd[:, 0] != 0) * (cmd[:, 3] * (cmd[:, 1] - q) + cmd[:, 4] * (cmd[:, 2] - dq) + cmd[:, 5])
+        self.data.ctrl[self.act] = np.clip(tau, -self.gc.TORQUE_LIMIT_NM, self.gc.TORQUE_LIMIT_NM)
+        mujoco.mj_step(self.model, self.data)
+        self.step += 1
+
+    def publish_state(self) -> None:
+        from unitree_sdk2py.idl.default import unitree_go_msg_dds__LowState_
+
+        msg = unitree_go_msg_dds__LowState_()
+        data = self.data
+        q_mj, dq_mj = data.qpos[self.qadr], data.qvel[self.vadr]
+        for i, j in enumerate(self.gc.MUJOCO_TO_SDK):
+            msg.motor_state[i].q = float(q_mj[j])
+            msg.motor_state[i].dq = float(dq_mj[j])
+            msg.motor_state[i].tau_est = float(data.actuator_force[self.act[j]])
+        msg.imu_state.quaternion = [float(x) for x in data.qpos[3:7]]
+        msg.imu_state.gyroscope = [float(x) for x in data.qvel[3:6]]
+        msg.imu_state.accelerometer = [float(x) for x in data.sensordata[:3]]
+        msg.foot_force = [int(min(_foot_force(self.model, data, self.foot_geoms[k]), 32767))
+                          for k in self.leg_mj_to_sdk]
+        msg.wireless_remote = list(self.remote)
+        msg.tick = int(self.step * self.model.opt.timestep * 1000)
+        msg.crc = self.crc.Crc(msg)
+        if self.corrupt > 0:
+            msg.crc ^= 0xFFFF
+            self.corrupt -= 1
+        self.pub.Write(msg)
+        self.counts["states"] += 1
+
+    def run(self) -> None:
+        dt = self.model.opt.timestep
+        next_s = time.monotonic()
+        self.conn.send("ready")
+        while self.serve_requests():
+            self.physics_step()
+            if self.step % self.decimation == 0 and not self.paused:
+                self.publish_state()
+            next_s += dt
+            delay = next_s - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            elif delay < -0.1:
+                next_s = time.monotonic()  # a loaded CI machine: run slower than real time, never burst
+
+
+def _run(conn, domain_id: int, state_decimation: int, start_pose: str) -> None:
+    _SimProcess(conn, domain_id, state_decimation, start_pose).run()
 
 
 def _foot_force(model, data, geom_id: int) -> float:
