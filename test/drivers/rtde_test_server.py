@@ -78,70 +78,89 @@ def _read_packet(conn: socket.socket) -> tuple[int, bytes] | None:
     return kind, payload
 
 
-def _serve(pipe, host: str, port: int, rate_hz: float) -> None:  # noqa: C901 - one protocol loop
-    listener = socket.socket()
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind((host, port))
-    listener.listen(4)
-    state = {"q": [0.0] * 6, "protective_stop": False}
-    clients: dict[socket.socket, list[str] | None] = {}
-    streaming: set[socket.socket] = set()
-    t0 = time.monotonic()
-    packages = 0
-    pipe.send("ready")
-    next_s = time.monotonic()
-    while True:
-        while pipe.poll():
-            request, arg = pipe.recv()
+class _Server:
+    """The RTDE server inside its process."""
+
+    def __init__(self, pipe, host: str, port: int) -> None:
+        self.pipe = pipe
+        self.listener = socket.socket()
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind((host, port))
+        self.listener.listen(4)
+        self.state = {"q": [0.0] * 6, "protective_stop": False}
+        self.clients: dict[socket.socket, list[str] | None] = {}  # socket -> output recipe (variable names)
+        self.streaming: set[socket.socket] = set()
+        self.t0 = time.monotonic()
+        self.packages = 0
+
+    def serve_pipe(self) -> bool:
+        """Apply the test's requests; False when asked to stop."""
+        while self.pipe.poll():
+            request, arg = self.pipe.recv()
             if request == "stop":
-                pipe.send(packages)
-                return
+                self.pipe.send(self.packages)
+                return False
             if request == "drop":
-                for c in list(clients):
-                    c.close()
-                clients.clear()
-                streaming.clear()
+                for client in list(self.clients):
+                    client.close()
+                self.clients.clear()
+                self.streaming.clear()
             else:
-                state[request] = arg
-            pipe.send(True)
-        readable, _, _ = select.select([listener, *clients], [], [], 0.0)
+                self.state[request] = arg
+            self.pipe.send(True)
+        return True
+
+    def serve_sockets(self) -> None:
+        readable, _, _ = select.select([self.listener, *self.clients], [], [], 0.0)
         for sock in readable:
-            if sock is listener:
-                conn, _ = listener.accept()
-                clients[conn] = None
+            if sock is self.listener:
+                self.clients[self.listener.accept()[0]] = None
                 continue
             try:
                 packet = _read_packet(sock)
             except OSError:
                 packet = None
             if packet is None:
-                clients.pop(sock, None)
-                streaming.discard(sock)
+                self.clients.pop(sock, None)
+                self.streaming.discard(sock)
                 sock.close()
-                continue
-            kind, payload = packet
-            if kind == V:
-                sock.sendall(_packet(V, b"\x01"))
-            elif kind == CONTROLLER_VERSION:
-                sock.sendall(_packet(CONTROLLER_VERSION, struct.pack(">IIII", 5, 11, 0, 0)))
-            elif kind == SETUP_OUTPUTS:
-                names = [n for n in payload[8:].decode().split(",") if n]
-                clients[sock] = names
-                sock.sendall(_packet(SETUP_OUTPUTS, b"\x01" + ",".join(rtde_type(n) for n in names).encode()))
-            elif kind == START:
-                streaming.add(sock)
-                sock.sendall(_packet(START, b"\x01"))
-            elif kind == PAUSE:
-                streaming.discard(sock)
-                sock.sendall(_packet(PAUSE, b"\x01"))
-        for sock in list(streaming):
-            body = b"\x01" + b"".join(struct.pack(_FORMATS[rtde_type(n)], *_as_list(_value(n, state, t0)))
-                                      for n in clients[sock])
+            else:
+                self.answer(sock, *packet)
+
+    def answer(self, sock: socket.socket, kind: int, payload: bytes) -> None:
+        if kind == V:
+            sock.sendall(_packet(V, b"\x01"))
+        elif kind == CONTROLLER_VERSION:
+            sock.sendall(_packet(CONTROLLER_VERSION, struct.pack(">IIII", 5, 11, 0, 0)))
+        elif kind == SETUP_OUTPUTS:  # payload: double frequency, then comma-separated variable names
+            names = [n for n in payload[8:].decode().split(",") if n]
+            self.clients[sock] = names
+            sock.sendall(_packet(SETUP_OUTPUTS, b"\x01" + ",".join(rtde_type(n) for n in names).encode()))
+        elif kind == START:
+            self.streaming.add(sock)
+            sock.sendall(_packet(START, b"\x01"))
+        elif kind == PAUSE:
+            self.streaming.discard(sock)
+            sock.sendall(_packet(PAUSE, b"\x01"))
+
+    def stream(self) -> None:
+        for sock in list(self.streaming):
+            body = b"\x01" + b"".join(struct.pack(_FORMATS[rtde_type(n)], *_as_list(_value(n, self.state, self.t0)))
+                                      for n in self.clients[sock])
             try:
                 sock.sendall(_packet(DATA, body))
-                packages += 1
+                self.packages += 1
             except OSError:
-                streaming.discard(sock)
+                self.streaming.discard(sock)
+
+
+def _serve(pipe, host: str, port: int, rate_hz: float) -> None:
+    server = _Server(pipe, host, port)
+    pipe.send("ready")
+    next_s = time.monotonic()
+    while server.serve_pipe():
+        server.serve_sockets()
+        server.stream()
         next_s += 1.0 / rate_hz
         time.sleep(max(0.0, next_s - time.monotonic()))
 
