@@ -112,7 +112,8 @@ def format_table(rows: list[dict[str, Any]], total: dict[str, Any]) -> str:
            f"{'bound MiB':>14}  verdict"
     lines = [head, "-" * len(head)]
     for r in rows:
-        bound = "undocumented" if r["bound_mib"] is None else fmt(r["bound_mib"], ".0f")
+        bound = fmt(r["bound_mib"], ".0f") if r["bound_mib"] is not None else (
+            "-" if r["verdict"] == "not judged" else "undocumented")
         lines.append(f"{r['node']:<16}{r['max_processes']:>6}{fmt(r['start_mib']):>11}{fmt(r['peak_mib']):>10}"
                      f"{fmt(r['end_mib']):>9}{fmt(r['slope_mib_per_min'], '+.2f'):>15}{bound:>14}  {r['verdict']}")
     lines.append("-" * len(head))
@@ -294,8 +295,9 @@ def main(argv: list[str] | None = None) -> int:
         activity = {k: dict(v) for k, v in diag.latest.items()}
         diag.close()
     rows = [summarize(s, args.warmup_s) for s in series.values()]
+    monitor_row = {**summarize(monitor, args.warmup_s), "verdict": "not judged"}  # counted in the total only
     total = totals(list(series.values()), monitor)
-    print(format_table(rows + [summarize(monitor, args.warmup_s)], total))
+    print(format_table([*rows, monitor_row], total))
     failed = [r["node"] for r in rows if r["verdict"] in ("FAIL", "NO DATA")]
     undocumented = [r["node"] for r in rows if r["verdict"] == "undocumented"]
     report = {"robot": args.robot, "task": launch["task"], "minutes": args.minutes, "warmup_s": args.warmup_s,
@@ -304,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
               "parameters": _overrides(args.set, args.rtf), "machine": procmem.machine_info(),
               "load_avg_at_end": list(os.getloadavg()), "git_commit": git_commit(),
               "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "nodes": rows,
-              "monitor": summarize(monitor, args.warmup_s), "total": total, "exit_codes": codes,
+              "monitor": monitor_row, "total": total, "exit_codes": codes,
               "died": died, "failed_bounds": failed, "undocumented": undocumented, "diagnostics": activity,
               "series_mib": {s.name: {"t_s": [round(t, 1) for t in s.times_s], "rss": procmem.mib(s.rss_bytes),
                                       "hwm": procmem.mib(s.hwm_bytes)} for s in [*series.values(), monitor]}}
