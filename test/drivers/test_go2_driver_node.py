@@ -135,3 +135,16 @@ def test_driver_node_topics_services_and_estop(graph):
     assert _wait(lambda: driver.controller.last_sent.mode is Mode.STAND)
     assert _call(peer, "lie_down").success
     assert _wait(lambda: driver.controller.last_sent.mode is Mode.DAMP)
+
+
+def test_entry_point_without_a_robot_exits_with_the_cyclonedds_hint():
+    import subprocess
+    import sys
+
+    empty_domain = 1 + (os.getpid() + 50) % 99  # no simulator publishes there
+    proc = subprocess.run([sys.executable, "-m", "go2_bringup.go2_driver_node", "--ros-args",
+                           "-p", f"domain_id:={empty_domain}", "-p", "network_interface:=lo",
+                           "-p", "connect_timeout_s:=0.5"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1
+    assert "no LowState on rt/lowstate" in proc.stderr + proc.stdout
+    assert "CycloneDDS 0.10" in proc.stderr + proc.stdout
