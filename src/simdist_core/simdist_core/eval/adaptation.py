@@ -145,7 +145,8 @@ class Benchmark:
         ft_cfg = apply_overrides(cfg.finetune, {"parts": ",".join(parts), "seed": str(cfg.seed)})
         model, shard = copy.deepcopy(self.pretrained), self.workdir / method / "shard-0"
         out = {"minutes": [0.0], "metric": [zero[metric]], "latent_error": [zero["latent_error"]], "gate": [None],
-               "falls": [zero.get("falls")], "collect_wall_s": [0.0], "finetune_wall_s": [0.0]}  # fmt: skip
+               "falls": [zero.get("falls")], "mean_duration_s": [zero["summary"].get("duration_s")],
+               "collect_wall_s": [0.0], "finetune_wall_s": [0.0]}  # fmt: skip
         episodes = 0
         for before, minutes in zip(cfg.minutes[:-1], cfg.minutes[1:], strict=True):
             t0 = time.perf_counter()
@@ -161,6 +162,7 @@ class Benchmark:
                      point["latent_error"], report.gate.reason)  # fmt: skip
             for key, value in (("minutes", minutes), ("metric", point[metric]), ("latent_error", point["latent_error"]),
                                ("gate", report.gate.__dict__), ("falls", point.get("falls")),
+                               ("mean_duration_s", point["summary"].get("duration_s")),
                                ("collect_wall_s", t1 - t0), ("finetune_wall_s", t2 - t1)):  # fmt: skip
                 out[key].append(value)
         return out
@@ -172,7 +174,8 @@ class Benchmark:
         zero = self.measure(self.pretrained)
         metric = task_metric_name(self.cfg.task)
         results: dict[str, Any] = {"zero_shot": {"minutes": [0.0], "metric": [zero[metric]],
-                                                 "latent_error": [zero["latent_error"]], "falls": [zero.get("falls")]}}
+                                                 "latent_error": [zero["latent_error"]], "falls": [zero.get("falls")],
+                                                 "mean_duration_s": [zero["summary"].get("duration_s")]}}
         for method in methods:
             results[method] = self.run_method(method, zero)
         return {"task": self.cfg.task, "metric": metric, "results": results, "summary": summarise(results),
