@@ -7,7 +7,7 @@ never knows which driver is running. Message types are standard ones only (no ro
 # Sensors (driver -> encoder, replay buffer, recorder). QoS: qos.SENSOR.
 JOINT_STATES = "joint_states"  # sensor_msgs/JointState, MuJoCo joint order, absolute rad / rad/s / N m
 IMU = "imu"  # sensor_msgs/Imu (orientation, angular velocity, linear acceleration) in the base frame
-ODOM = "odom"  # nav_msgs/Odometry (Go2: state-estimator pose and twist; twist in the base frame)
+ODOM = "odom"  # nav_msgs/Odometry. Go2: estimated pose, twist in the base frame. UR5e: tool-tip pose (base frame)
 HEIGHT_MAP = "height_map"  # sensor_msgs/Image 32FC1, rows x cols of the robot spec, metres
 CAMERA_IMAGE = "camera/image_raw"  # sensor_msgs/Image rgb8 (UR5e)
 WRENCH = "wrench"  # geometry_msgs/WrenchStamped at the UR5e tool flange
