@@ -139,3 +139,33 @@ def test_bad_actions_are_rejected():
         controller.set_action(np.zeros(3))
     with pytest.raises(ValueError, match="finite"):
         controller.set_action(np.array([0.0, np.nan, 0.0, 0.0]))
+
+
+def test_driver_moves_the_tcp_like_the_simulator_for_the_same_actions():
+    """Same actions, same low-level (UR5eLowLevel: apply_action + joint_command at ik_hz) -> same TCP path."""
+    from simdist_core.sim.ur5e import LowLevelConfig, UR5eSim
+    from simdist_core.sim.ur5e_constants import HOME_QPOS_RAD
+    from simdist_core.sim.ur5e_scene import SceneConfig
+
+    rng = np.random.default_rng(0)
+    actions = rng.uniform(-1.0, 1.0, (40, 4)) * np.array([1.0, 1.0, 1.0, 0.3])
+    sim = UR5eSim(SceneConfig(), LowLevelConfig(), render=False)
+    sim.reset_arm(HOME_QPOS_RAD)
+    start = sim.data.site_xpos[sim.lowlevel.site_id].copy()
+    sim_path = []
+    for a in actions:
+        sim.control_step(a)
+        sim_path.append(sim.data.site_xpos[sim.lowlevel.site_id] - start)
+    backend, controller, clock, _ = _make()
+    controller.tick()
+    start = _tcp(backend)
+    path = []
+    for a in actions:
+        controller.set_action(a)
+        _run(controller, clock, 25)  # one 20 Hz period at 500 Hz
+        path.append(_tcp(backend) - start)
+    sim_path, path = np.array(sim_path), np.array(path)
+    assert np.abs(sim_path).max() > 0.02, "the sequence must actually move the tool"
+    # Measured: 4.3 mm max deviation on a 45 mm path (the driver adds speed/accel limits and a 1-tick delay).
+    assert np.abs(path - sim_path).max() < 0.008
+    sim.close()

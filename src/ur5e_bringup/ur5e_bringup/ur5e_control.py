@@ -2,10 +2,15 @@
 
 The planner's 20 Hz action (dx, dy, dz, dyaw) in [-1, 1] moves a TCP target exactly as in simulation
 (``simdist_core.sim.ur5e.UR5eLowLevel.apply_action``: step scaling, leash to the measured TCP, workspace
-box). Every tick (500 Hz) the same damped-least-squares IK, evaluated on a kinematic copy of the MuJoCo
-model at the measured joint angles, gives the joint target; speed and acceleration limits shape it and
-``servo_j`` streams it. Because the TCP target only moves when an action arrives, the IK stream between two
-actions interpolates smoothly toward the newest target.
+box). At the sim's ``ik_hz`` the same damped-least-squares IK (``UR5eLowLevel.joint_command`` on a
+kinematic copy of the MuJoCo scene at the measured joint angles) gives the joint target; every tick
+(500 Hz) speed and acceleration limits shape the stream toward it and ``servo_j`` sends it, so the stream
+between two actions interpolates smoothly toward the newest target.
+
+IK gain: the sim multiplies the IK step by ``ik_gain`` (2.5) to make up for the Menagerie servos' lag.
+servoJ on a real UR tracks its target closely, so ``RtdeBackend`` users pass ``ik_gain=1.0`` (a plain
+Newton step: command the IK solution itself) through ``LowLevelConfig``; the MuJoCo backend keeps the
+sim's value because it has the sim's servos.
 
 Modes: IDLE (no command yet / after reset), ACTIVE (fresh commands), HOLD (late: keep servoing to the last
 TCP target), STOPPED (commands stopped for ``stop_timeout_s``: ``backend.stop()``; the next fresh command
@@ -54,9 +59,9 @@ class ArmControlConfig:
     """Command age after which the TCP target is held (3 ticks at 20 Hz)."""
     stop_timeout_s: float = 0.5
     """Command age after which the arm is stopped."""
-    max_joint_speed_rad_s: float = 1.0
+    max_joint_speed_rad_s: float = 1.5
     """Per-joint speed limit of the streamed target."""
-    max_joint_accel_rad_s2: float = 20.0
+    max_joint_accel_rad_s2: float = 40.0
     """Per-joint acceleration limit of the streamed target."""
     servo_lookahead_s: float = 0.1
     """servoJ lookahead time, [0.03, 0.2]."""
@@ -102,10 +107,8 @@ class ArmKinematics:
         return self.data.site_xpos[self.ik.site_id].copy(), quat
 
     def joint_target(self, q_rad: np.ndarray) -> np.ndarray:
-        """IK joint target (6,) toward the current TCP target from the measured joints."""
-        self.sync(q_rad)
-        self.ik.ik_step(self.data)
-        return self.data.ctrl[self.ik.act_ids].copy()
+        """IK joint target (6,) toward the current TCP target from the measured joints (sim's ``joint_command``)."""
+        return self.ik.joint_command(self.data, q_rad)
 
 
 class Ur5eController:
@@ -123,6 +126,8 @@ class Ur5eController:
         self._anchored = False
         self._stopped_sent = False
         self._q_cmd: np.ndarray | None = None
+        self._q_ik: np.ndarray | None = None
+        self._ik_every = max(1, round(config.control_hz / self.kin.ik.cfg.ik_hz))
         self._v_cmd = np.zeros(6)
         self.estop_reason: str | None = None
         self.state: ArmState | None = None
@@ -135,6 +140,7 @@ class Ur5eController:
         self.ignored_commands = 0
         self.servo_refusals = 0
         self.clamp_counts = {"speed": 0, "accel": 0}
+        """Ticks on which the speed limit cut the requested joint speed / the acceleration bound was active."""
 
     # ---- inputs (any thread) ------------------------------------------------------------------------------
     def set_action(self, action: np.ndarray) -> bool:
@@ -178,6 +184,7 @@ class Ur5eController:
             self._base = ArmMode.IDLE
             self._anchored = False
             self._q_cmd = None
+            self._q_ik = None
             self._v_cmd = np.zeros(6)
             return True
 
@@ -204,11 +211,15 @@ class Ur5eController:
             mode = self._current_mode(self.clock())
             q_target = None
             if mode in (ArmMode.ACTIVE, ArmMode.HOLD) and self._anchored:
-                q_target = self._limit(self.kin.joint_target(state.q_rad), state.q_rad)
+                if self._q_ik is None or self.ticks % self._ik_every == 0:
+                    self._q_ik = self.kin.joint_target(state.q_rad)
+                else:
+                    self.kin.sync(state.q_rad)
+                q_target = self._limit(self._q_ik, state.q_rad)
             else:
                 self.kin.sync(state.q_rad)
                 if mode is not ArmMode.IDLE:
-                    self._q_cmd, self._v_cmd = None, np.zeros(6)
+                    self._q_cmd, self._v_cmd, self._q_ik = None, np.zeros(6), None
                     self.executed_action = np.zeros(UR5E.action_dim, dtype=np.float32)
             self.tcp_pos_m, self.tcp_quat_wxyz = self.kin.tcp_pose()
         if mode is not self.mode:
@@ -234,7 +245,9 @@ class Ur5eController:
         v_cap = np.minimum(self.config.max_joint_speed_rad_s,
                            np.sqrt(2.0 * self.config.max_joint_accel_rad_s2 * np.abs(err)))
         v_lim = np.clip(v, -v_cap, v_cap)
-        self.clamp_counts["speed"] += int(np.any(v_lim != v))
+        # Count only where the speed limit itself binds (not the braking curve near the target).
+        binding = (np.abs(v) > self.config.max_joint_speed_rad_s) & (v_cap >= self.config.max_joint_speed_rad_s)
+        self.clamp_counts["speed"] += int(np.any(binding))
         dv = self.config.max_joint_accel_rad_s2 * dt
         v_acc = np.clip(v_lim, self._v_cmd - dv, self._v_cmd + dv)
         self.clamp_counts["accel"] += int(np.any(v_acc != v_lim))

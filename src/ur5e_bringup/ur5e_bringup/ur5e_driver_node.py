@@ -26,6 +26,7 @@ from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from simdist_core.robots import UR5E
+from simdist_core.sim.ur5e import LowLevelConfig
 from simdist_core.sim.ur5e_constants import ARM_JOINTS
 from simdist_ros.params import P, declare_table
 from std_msgs.msg import Bool, Float64MultiArray
@@ -54,6 +55,7 @@ class Ur5eDriverParams:
     max_joint_accel_rad_s2: float
     servo_lookahead_s: float
     servo_gain: float
+    ik_gain: float
     frame_id: str
 
     def __post_init__(self) -> None:
@@ -74,9 +76,11 @@ ROWS = (
     P("hold_timeout_s", _D.hold_timeout_s, "Command age -> hold the TCP target", lo=0.01, hi=5.0, read_only=True),
     P("stop_timeout_s", _D.stop_timeout_s, "Command age -> stop the arm", lo=0.02, hi=10.0, read_only=True),
     P("max_joint_speed_rad_s", _D.max_joint_speed_rad_s, "Joint speed limit", lo=0.01, hi=3.14, read_only=True),
-    P("max_joint_accel_rad_s2", _D.max_joint_accel_rad_s2, "Joint accel limit", lo=0.1, hi=40.0, read_only=True),
+    P("max_joint_accel_rad_s2", _D.max_joint_accel_rad_s2, "Joint accel limit", lo=0.1, hi=100.0, read_only=True),
     P("servo_lookahead_s", _D.servo_lookahead_s, "servoJ lookahead", lo=0.03, hi=0.2, read_only=True),
     P("servo_gain", _D.servo_gain, "servoJ gain", lo=100.0, hi=2000.0, read_only=True),
+    P("ik_gain", 0.0, "IK step gain; 0 = backend default (rtde 1.0: servoJ tracks; mujoco: the sim's value)",
+      lo=0.0, hi=5.0, read_only=True),
     P("frame_id", "base", "Frame of the wrench", read_only=True),
 )
 
@@ -88,6 +92,13 @@ def make_backend(p: Ur5eDriverParams) -> ArmBackend:
 
         return MujocoBackend()
     return RtdeBackend(p.robot_ip, p.rtde_frequency_hz)
+
+
+def ik_gain(p: Ur5eDriverParams) -> float:
+    """The IK step gain for the backend (see ``ur5e_control``: a real servoJ needs no lag compensation)."""
+    if p.ik_gain > 0:
+        return p.ik_gain
+    return 1.0 if p.backend == "rtde" else LowLevelConfig().ik_gain
 
 
 class Ur5eDriverNode(Node):
@@ -104,7 +115,7 @@ class Ur5eDriverNode(Node):
                              stop_timeout_s=p.stop_timeout_s, max_joint_speed_rad_s=p.max_joint_speed_rad_s,
                              max_joint_accel_rad_s2=p.max_joint_accel_rad_s2,
                              servo_lookahead_s=p.servo_lookahead_s, servo_gain=p.servo_gain),
-            self.backend)
+            self.backend, LowLevelConfig(ik_gain=ik_gain(p)))
         self.controller.tick()  # first state before any command arrives
         self.loop = ArmLoop(self.controller)
         self.bad_commands = 0
