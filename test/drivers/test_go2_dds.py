@@ -39,7 +39,7 @@ def _make_stack(on_state=None, **control):
     safety = SafetyController(SafetyConfig(q_min_rad=tuple(lo), q_max_rad=tuple(hi), damping_kd=DAMPING_KD,
                                            hold_timeout_s=0.3, damp_timeout_s=1.5))
     # Generous timeouts: a loaded CI machine must not trip the watchdog where a test does not mean to.
-    defaults = dict(control_hz=250.0, stand_duration_s=0.5, state_timeout_s=2.0)
+    defaults = dict(control_hz=250.0, stand_duration_s=1.0, state_timeout_s=2.0)
     defaults.update(control)
     controller = Go2Controller(ControlConfig(**defaults), bridge, safety)
     return bridge, controller, ControlLoop(controller)

@@ -44,7 +44,7 @@ def graph():
     context = rclpy.Context()
     rclpy.init(context=context)
     overrides = [Parameter("domain_id", value=DOMAIN_ID), Parameter("network_interface", value="lo"),
-                 Parameter("control_hz", value=250.0), Parameter("stand_duration_s", value=0.5),
+                 Parameter("control_hz", value=250.0), Parameter("stand_duration_s", value=1.5),
                  Parameter("connect_timeout_s", value=30.0), Parameter("state_timeout_s", value=2.0),
                  Parameter("hold_timeout_s", value=0.3), Parameter("damp_timeout_s", value=1.5)]
     driver = Go2DriverNode(context=context, parameter_overrides=overrides)
@@ -101,6 +101,9 @@ def test_driver_node_topics_services_and_estop(graph):
         return len(heights) > 20 and heights[-1] > 0.15 and abs(heights[-1] - heights[-21]) < 0.003
 
     assert _wait(settled), f"the simulated Go2 did not stand still: heights {heights[-5:]}"
+    _, qx, qy, _ = sim.stats()["base_quat_wxyz"]
+    up_z = 1.0 - 2.0 * (qx * qx + qy * qy)  # z of the body's up axis in the world: 1 when level
+    assert up_z > 0.8, f"the simulated Go2 fell while standing up (up axis z = {up_z:.2f})"
     n = len(received["odom"])
     assert _wait(lambda: len(received["odom"]) >= n + 25)
     _, _, lin_vel, _ = msgs.odom_to_arrays(received["odom"][-1])
