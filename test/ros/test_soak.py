@@ -59,6 +59,8 @@ def test_tree_memory_sees_child_allocation_grandchild_and_high_water_mark(child)
     assert alone.pids == (child.pid,) and set(held.pids) == {child.pid, grandchild}
     assert ALLOC_MIB * MIB <= alone.rss_bytes <= (ALLOC_MIB + 120) * MIB, alone
     assert held.rss_bytes > alone.rss_bytes  # the grandchild's interpreter counts too
+    assert held.root_rss_bytes == alone.root_rss_bytes == alone.rss_bytes or abs(
+        held.root_rss_bytes - alone.rss_bytes) < 4 * MIB  # the root alone (read twice, may move a little)
     assert held.hwm_bytes >= held.rss_bytes
     if os.path.exists("/proc/self/smaps_rollup"):  # Linux >= 4.14
         assert 0 < held.pss_bytes <= held.rss_bytes
@@ -123,10 +125,11 @@ def test_summarize_and_totals():
     for i in range(11):  # 0..100 s, RSS 200 MiB growing 0.5 MiB per 10 s after 50 s; HWM peak 250 MiB
         rss = 200 + max(0, i - 5) * 0.5
         s.add(i * 10.0, procmem.TreeMemory(rss_bytes=int(rss * MIB), hwm_bytes=int(250 * MIB), pss_bytes=int(rss * MIB),
-                                           pids=(1, 2)))
+                                           pids=(1, 2), root_rss_bytes=int(100 * MIB)))
     row = soak.summarize(s, warmup_s=20.0)
     assert row["start_mib"] == 200.0 and row["end_mib"] == 202.5 and row["peak_mib"] == 250.0
     assert row["slope_mib_per_min"] == pytest.approx(3.0) and row["verdict"] == "PASS" and row["max_processes"] == 2
+    assert row["root_end_mib"] == 100.0 and row["root_slope_mib_per_min"] == 0.0
     assert soak.summarize(soak.Series("x", "m", 240.0, s.times_s, s.rss_bytes, s.hwm_bytes, s.pss_bytes),
                           20.0)["verdict"] == "FAIL"
     assert soak.summarize(soak.Series("y", "m", None, s.times_s, s.rss_bytes, s.hwm_bytes, s.pss_bytes),
@@ -137,6 +140,15 @@ def test_summarize_and_totals():
     assert total["verdict"] == "PASS"
     table = soak.format_table([row], total)
     assert "planner" in table and "PASS" in table and "8192" in table
+
+    args = soak._parse(["--minutes", "2", "--warmup-s", "20"])
+    report = soak.build_report(args, {"planner": s, "encoder": soak.Series("encoder", "m", None, s.times_s[:3],
+                                                                           s.rss_bytes[:3], s.hwm_bytes[:3],
+                                                                           s.pss_bytes[:3], s.root_rss_bytes[:3])},
+                               soak.Series("monitor", "m", None), {"task": "go2/flat"}, soak.Path("/ck"))
+    assert report["undocumented"] == ["encoder"] and report["failed_bounds"] == []
+    assert report["total"]["sum_of_node_peaks_mib"] == 500.0 and report["machine"]["cores"] == os.cpu_count()
+    assert report["series_mib"]["planner"]["rss"][-1] == 202.5
 
 
 def test_bad_arguments_exit_2(capsys):

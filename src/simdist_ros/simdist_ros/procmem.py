@@ -133,11 +133,13 @@ class TreeMemory:
     """Sum of Pss (shared pages split between their users); 0 where smaps_rollup is unreadable."""
     pids: tuple[int, ...]
     """The processes counted, root first."""
+    root_rss_bytes: int = 0
+    """VmRSS of the root alone (the long-lived node process, without short-lived workers)."""
 
 
 def tree_memory(root: int, parents: dict[int, int] | None = None, with_pss: bool = True) -> TreeMemory:
     """RSS, high-water mark and PSS summed over ``root`` and its descendants (zeros if ``root`` is gone)."""
-    rss = hwm = pss = 0
+    rss = hwm = pss = root_rss = 0
     pids = []
     for pid in descendants(root, parents):
         status = _read(f"/proc/{pid}/status")
@@ -145,11 +147,12 @@ def tree_memory(root: int, parents: dict[int, int] | None = None, with_pss: bool
             continue
         values = parse_status(status)
         rss += values["VmRSS"]
+        root_rss = values["VmRSS"] if pid == root else root_rss
         hwm += values["VmHWM"]
         if with_pss:
             pss += parse_pss(_read(f"/proc/{pid}/smaps_rollup") or "")
         pids.append(pid)
-    return TreeMemory(rss_bytes=rss, hwm_bytes=hwm, pss_bytes=pss, pids=tuple(pids))
+    return TreeMemory(rss_bytes=rss, hwm_bytes=hwm, pss_bytes=pss, pids=tuple(pids), root_rss_bytes=root_rss)
 
 
 def slope_per_min(times_s: Sequence[float], values: Sequence[float]) -> float:

@@ -9,7 +9,8 @@ worker included). It also listens to ``/diagnostics`` so the report shows that t
 
 At the end it prints one row per node: RSS at the end of warm-up, peak (the largest sum of the tree's
 VmHWM seen, so a peak between two samples of a live process is not missed), RSS at the end, growth
-slope in MiB/min (least squares over the second half of the post-warm-up samples), the bound the
+slope in MiB/min (least squares over the second half of the post-warm-up samples; also for the root
+process alone, without its short-lived workers), the bound the
 node's module docstring documents (``Memory bound: <N> MiB ...``; ``undocumented`` if none) and
 PASS/FAIL of peak <= bound; then the whole graph's total against 8 GiB. Totals: the sum of the
 per-node peaks (an upper bound, used for the verdict), the largest simultaneous RSS sum, and the
@@ -55,6 +56,7 @@ class Series:
     rss_bytes: list[int] = field(default_factory=list)
     hwm_bytes: list[int] = field(default_factory=list)
     pss_bytes: list[int] = field(default_factory=list)
+    root_rss_bytes: list[int] = field(default_factory=list)
     max_processes: int = 0
 
     def add(self, t_s: float, mem: procmem.TreeMemory) -> None:
@@ -65,26 +67,39 @@ class Series:
         self.rss_bytes.append(mem.rss_bytes)
         self.hwm_bytes.append(mem.hwm_bytes)
         self.pss_bytes.append(mem.pss_bytes)
+        self.root_rss_bytes.append(mem.root_rss_bytes)
         self.max_processes = max(self.max_processes, len(mem.pids))
 
 
+def _slope(times_s: list[float], values: list[int]) -> float | None:
+    if len(times_s) < 2 or times_s[-1] <= times_s[0]:
+        return None
+    return round(procmem.slope_per_min(times_s, [v / MIB for v in values]), 2)
+
+
 def summarize(series: Series, warmup_s: float) -> dict[str, Any]:
-    """One table row: start (after warm-up), peak, end, second-half slope, bound and verdict (MiB)."""
+    """One table row: start (after warm-up), peak, end, second-half slope, bound and verdict (MiB).
+
+    ``root_slope_mib_per_min`` is the same fit on the root process alone: the node's own growth, without
+    the saw-tooth of workers that come and go (the finetuner's).
+    """
     after = [i for i, t in enumerate(series.times_s) if t >= warmup_s]
     row: dict[str, Any] = {"node": series.name, "module": series.module, "samples": len(series.times_s),
                            "max_processes": series.max_processes, "bound_mib": series.bound_mib}
     if not after:
         return {**row, "start_mib": None, "peak_mib": None, "end_mib": None, "slope_mib_per_min": None,
-                "verdict": "NO DATA"}
+                "root_end_mib": None, "root_slope_mib_per_min": None, "verdict": "NO DATA"}
     half = after[len(after) // 2:]
     t = [series.times_s[i] for i in half]
-    v = [series.rss_bytes[i] / MIB for i in half]
-    slope = procmem.slope_per_min(t, v) if len(half) >= 2 and t[-1] > t[0] else None
+    slope = _slope(t, [series.rss_bytes[i] for i in half])
+    root_slope = _slope(t, [series.root_rss_bytes[i] for i in half]) if series.root_rss_bytes else None
     peak = max(max(series.hwm_bytes), max(series.rss_bytes)) / MIB
     verdict = "undocumented" if series.bound_mib is None else ("PASS" if peak <= series.bound_mib else "FAIL")
     return {**row, "start_mib": round(series.rss_bytes[after[0]] / MIB, 1), "peak_mib": round(peak, 1),
             "end_mib": round(series.rss_bytes[-1] / MIB, 1),
-            "slope_mib_per_min": None if slope is None else round(slope, 2), "verdict": verdict}
+            "slope_mib_per_min": slope,
+            "root_end_mib": round(series.root_rss_bytes[-1] / MIB, 1) if series.root_rss_bytes else None,
+            "root_slope_mib_per_min": root_slope, "verdict": verdict}
 
 
 def totals(all_series: list[Series], monitor: Series) -> dict[str, Any]:
@@ -109,13 +124,14 @@ def format_table(rows: list[dict[str, Any]], total: dict[str, Any]) -> str:
         return "-" if v is None else format(v, spec)
 
     head = f"{'node':<16}{'procs':>6}{'start MiB':>11}{'peak MiB':>10}{'end MiB':>9}{'slope MiB/min':>15}" \
-           f"{'bound MiB':>14}  verdict"
+           f"{'root slope':>12}{'bound MiB':>14}  verdict"
     lines = [head, "-" * len(head)]
     for r in rows:
         bound = fmt(r["bound_mib"], ".0f") if r["bound_mib"] is not None else (
             "-" if r["verdict"] == "not judged" else "undocumented")
         lines.append(f"{r['node']:<16}{r['max_processes']:>6}{fmt(r['start_mib']):>11}{fmt(r['peak_mib']):>10}"
-                     f"{fmt(r['end_mib']):>9}{fmt(r['slope_mib_per_min'], '+.2f'):>15}{bound:>14}  {r['verdict']}")
+                     f"{fmt(r['end_mib']):>9}{fmt(r['slope_mib_per_min'], '+.2f'):>15}"
+                     f"{fmt(r['root_slope_mib_per_min'], '+.2f'):>12}{bound:>14}  {r['verdict']}")
     lines.append("-" * len(head))
     lines.append(f"total: sum of node peaks {total['sum_of_node_peaks_mib']:.1f} MiB, peak simultaneous RSS "
                  f"{total['peak_simultaneous_rss_mib']:.1f} MiB (PSS {total['peak_simultaneous_pss_mib']:.1f} MiB) "
@@ -253,6 +269,25 @@ def _pick(latest: dict[str, dict[str, str]], suffix: str, keys: tuple[str, ...])
     return {k: values[k] for k in keys if k in values}
 
 
+def build_report(args: argparse.Namespace, series: dict[str, Series], monitor: Series, launch: dict[str, str],
+                 checkpoint: Path) -> dict[str, Any]:
+    """The JSON report: rows, totals, verdict lists, run settings, machine, commit and the sampled series (MiB)."""
+    rows = [summarize(s, args.warmup_s) for s in series.values()]
+    monitor_row = {**summarize(monitor, args.warmup_s), "verdict": "not judged"}  # counted in the total only
+    return {"robot": args.robot, "task": launch["task"], "minutes": args.minutes, "warmup_s": args.warmup_s,
+            "sample_s": args.sample_s, "rtf": args.rtf, "checkpoint": str(checkpoint),
+            "random_init": args.random_init, "record": args.record, "adapt": not args.no_adapt,
+            "parameters": _overrides(args.set, args.rtf), "machine": procmem.machine_info(),
+            "load_avg_at_end": list(os.getloadavg()), "git_commit": git_commit(),
+            "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "nodes": rows, "monitor": monitor_row,
+            "total": totals(list(series.values()), monitor),
+            "failed_bounds": [r["node"] for r in rows if r["verdict"] in ("FAIL", "NO DATA")],
+            "undocumented": [r["node"] for r in rows if r["verdict"] == "undocumented"],
+            "series_mib": {s.name: {"t_s": [round(t, 1) for t in s.times_s], "rss": procmem.mib(s.rss_bytes),
+                                    "hwm": procmem.mib(s.hwm_bytes), "root_rss": procmem.mib(s.root_rss_bytes)}
+                           for s in [*series.values(), monitor]}}
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``simdist bench soak``."""
     args = _parse(list(sys.argv[1:] if argv is None else argv))
@@ -294,28 +329,18 @@ def main(argv: list[str] | None = None) -> int:
         codes = graph.stop()
         activity = {k: dict(v) for k, v in diag.latest.items()}
         diag.close()
-    rows = [summarize(s, args.warmup_s) for s in series.values()]
-    monitor_row = {**summarize(monitor, args.warmup_s), "verdict": "not judged"}  # counted in the total only
-    total = totals(list(series.values()), monitor)
-    print(format_table([*rows, monitor_row], total))
-    failed = [r["node"] for r in rows if r["verdict"] in ("FAIL", "NO DATA")]
-    undocumented = [r["node"] for r in rows if r["verdict"] == "undocumented"]
-    report = {"robot": args.robot, "task": launch["task"], "minutes": args.minutes, "warmup_s": args.warmup_s,
-              "sample_s": args.sample_s, "rtf": args.rtf, "checkpoint": str(checkpoint),
-              "random_init": args.random_init, "record": args.record, "adapt": not args.no_adapt,
-              "parameters": _overrides(args.set, args.rtf), "machine": procmem.machine_info(),
-              "load_avg_at_end": list(os.getloadavg()), "git_commit": git_commit(),
-              "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "nodes": rows,
-              "monitor": monitor_row, "total": total, "exit_codes": codes,
-              "died": died, "failed_bounds": failed, "undocumented": undocumented, "diagnostics": activity,
-              "series_mib": {s.name: {"t_s": [round(t, 1) for t in s.times_s], "rss": procmem.mib(s.rss_bytes),
-                                      "hwm": procmem.mib(s.hwm_bytes)} for s in [*series.values(), monitor]}}
+    report = build_report(args, series, monitor, launch, checkpoint)
+    report.update(exit_codes=codes, died=died, diagnostics=activity)
+    print(format_table([*report["nodes"], report["monitor"]], report["total"]))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(report, indent=1))
         print(f"simdist bench soak: wrote {args.json}")
     if died:
         print(f"simdist bench soak: nodes exited during the soak: {died} (see {out / 'logs'})", file=sys.stderr)
-    if undocumented:
-        print(f"simdist bench soak: no 'Memory bound: <N> MiB' in the docstring of {undocumented}", file=sys.stderr)
-    return 1 if died or failed or total["verdict"] == "FAIL" else 0
+    if report["undocumented"]:
+        print(f"simdist bench soak: no 'Memory bound: <N> MiB' in the docstring of {report['undocumented']}",
+              file=sys.stderr)
+    if report["failed_bounds"]:
+        print(f"simdist bench soak: bound exceeded (or no samples) for {report['failed_bounds']}", file=sys.stderr)
+    return 1 if died or report["failed_bounds"] or report["total"]["verdict"] == "FAIL" else 0
