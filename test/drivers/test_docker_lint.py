@@ -26,7 +26,10 @@ def _lint(path: Path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=60)
 
 
-@pytest.mark.parametrize("dockerfile", sorted(DOCKER.glob("Dockerfile*")), ids=lambda p: p.name)
+DOCKERFILES = sorted(p for p in DOCKER.glob("Dockerfile*") if p.suffix != ".dockerignore")
+
+
+@pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.name)
 def test_dockerfiles_pass_hadolint(dockerfile):
     result = _lint(dockerfile)
     assert result.returncode == 0, f"hadolint {dockerfile.name}:\n{result.stdout}{result.stderr}"
@@ -66,6 +69,11 @@ def test_compose_services_use_host_networking_and_existing_files():
             host = match.group(1) if match else volume.split(":")[0]
             # runs/ and checkpoints/ are created at run time; every other mounted file must exist.
             assert (DOCKER / host).resolve().exists() or host.endswith(("runs", "checkpoints")), volume
+
+
+def test_build_context_excludes_the_venv():
+    ignore = (DOCKER / "Dockerfile.dockerignore").read_text().split()
+    assert ".venv" in ignore and ".git" in ignore
 
 
 def test_entrypoint_is_valid_bash():
