@@ -169,3 +169,18 @@ def test_driver_moves_the_tcp_like_the_simulator_for_the_same_actions():
     # Measured: 4.3 mm max deviation on a 45 mm path (the driver adds speed/accel limits and a 1-tick delay).
     assert np.abs(path - sim_path).max() < 0.008
     sim.close()
+
+
+def test_pressing_into_the_table_trips_the_controllers_protective_stop():
+    """The MuJoCo controller stops above 150 N at the TCP, like a UR; the driver latches and stops streaming."""
+    backend, controller, clock, targets = _make()
+    for k in range(6000):  # at most 12 s of pushing down at full speed
+        if k % 25 == 0:
+            controller.set_action(np.array([0.0, 0.0, -1.0, 0.0]))
+        if controller.tick() is ArmMode.PROTECTIVE_STOP:
+            break
+        clock.t += DT
+    assert controller.mode is ArmMode.PROTECTIVE_STOP
+    n = len(targets)
+    _run(controller, clock, 50, action=np.array([0.0, 0.0, 1.0, 0.0]))
+    assert len(targets) == n and controller.ignored_commands >= 2
