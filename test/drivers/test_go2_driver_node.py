@@ -139,6 +139,13 @@ def test_driver_node_topics_services_and_estop(graph):
     assert _call(peer, "lie_down").success
     assert _wait(lambda: driver.controller.last_sent.mode is Mode.DAMP)
 
+    # Shutting the driver down leaves the robot damped: the last commands it received have kp = 0.
+    assert _call(peer, "stand_up").success
+    assert _wait(lambda: driver.controller.last_sent.mode is Mode.STAND)
+    assert _wait(lambda: sim.stats()["cmds"][-1][0, 3] > 0.0)
+    driver.close()
+    assert _wait(lambda: sim.stats()["cmds"][-1][0, 3] == 0.0)
+
 
 def test_entry_point_without_a_robot_exits_with_the_cyclonedds_hint():
     import subprocess

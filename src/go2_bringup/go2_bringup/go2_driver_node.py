@@ -15,6 +15,7 @@ estimator, so ``odom`` comes from ``state_estimator.LegOdometry`` (stance-leg ki
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import rclpy
@@ -216,7 +217,12 @@ class Go2DriverNode(Node):
         self._diag_pub.publish(msgs.make_diagnostics([status], self.get_clock().now().nanoseconds))
 
     def close(self) -> None:
-        """Stop the control loop (the robot then sees no commands and its own firmware damps) and close DDS."""
+        """Leave the robot damped (the last commands it gets are damping ones), then stop the loop and DDS."""
+        self.controller.estop("driver shutting down")
+        n = self.controller.ticks
+        deadline = time.monotonic() + 0.5
+        while self.controller.ticks < n + 10 and time.monotonic() < deadline:
+            time.sleep(0.01)
         self.loop.stop()
         self.bridge.close()
 
