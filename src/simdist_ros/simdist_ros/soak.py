@@ -278,7 +278,7 @@ def build_report(args: argparse.Namespace, series: dict[str, Series], monitor: S
             "sample_s": args.sample_s, "rtf": args.rtf, "checkpoint": str(checkpoint),
             "random_init": args.random_init, "record": args.record, "adapt": not args.no_adapt,
             "parameters": _overrides(args.set, args.rtf), "machine": procmem.machine_info(),
-            "load_avg_at_end": list(os.getloadavg()), "git_commit": git_commit(),
+            "load_avg_at_end": list(os.getloadavg()),
             "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "nodes": rows, "monitor": monitor_row,
             "total": totals(list(series.values()), monitor),
             "failed_bounds": [r["node"] for r in rows if r["verdict"] in ("FAIL", "NO DATA")],
@@ -318,6 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     monitor = Series("soak monitor", __name__, None)
     print(f"simdist bench soak: {args.robot} on {launch['task']}, {args.minutes:g} wall minutes, nodes "
           f"{list(series)}, checkpoint {checkpoint}, logs in {out / 'logs'}", flush=True)
+    commit = git_commit()  # at the start: the code (and checkpoint) that ran
     diag = _Diagnostics()
     died: list[str] = []
     try:
@@ -330,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
         activity = {k: dict(v) for k, v in diag.latest.items()}
         diag.close()
     report = build_report(args, series, monitor, launch, checkpoint)
-    report.update(exit_codes=codes, died=died, diagnostics=activity)
+    report.update(exit_codes=codes, died=died, diagnostics=activity, git_commit=commit)
     print(format_table([*report["nodes"], report["monitor"]], report["total"]))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
