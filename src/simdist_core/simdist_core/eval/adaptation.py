@@ -186,8 +186,13 @@ class Benchmark:
 
 
 def summarise(results: dict[str, Any]) -> dict[str, Any]:
-    """Ratios the targets talk about, from the last minute mark of each method."""
+    """Ratios the targets talk about, from the last minute mark of each method.
+
+    The metric ratio is only defined for a positive zero-shot metric (a ratio of two negative
+    progress values would read "better" when it is worse); the difference is always given.
+    """
     zero = results["zero_shot"]
+    zero_metric, zero_err = zero["metric"][0], zero["latent_error"][0]
     out: dict[str, Any] = {}
     for method, res in results.items():
         if method == "zero_shot":
@@ -195,8 +200,9 @@ def summarise(results: dict[str, Any]) -> dict[str, Any]:
         last_metric, last_err = res["metric"][-1], res["latent_error"][-1]
         out[method] = {
             "minutes": res["minutes"][-1],
-            "metric_ratio_vs_zero_shot": last_metric / zero["metric"][0] if zero["metric"][0] else None,
-            "latent_error_ratio_zero_shot_over_method": zero["latent_error"][0] / last_err if last_err else None,
+            "metric_minus_zero_shot": last_metric - zero_metric,
+            "metric_ratio_vs_zero_shot": last_metric / zero_metric if zero_metric > 0 else None,
+            "latent_error_ratio_zero_shot_over_method": zero_err / last_err if last_err > 0 else None,
         }
     return out
 
