@@ -19,7 +19,8 @@ latent is published from bad input, the reason is logged (throttled) and counted
 with no new ``joint_states`` sample skips quietly so that the history gets exactly one row per sample.
 
 The encoder is frozen during adaptation (only dynamics are finetuned), so this node never reloads.
-Memory bound: one message per topic, ``spec.history`` history rows, ``runtime.STAT_WINDOW`` latencies.
+Memory bound: 450 MiB RSS (soak peak 281 MiB Go2, 315 MiB UR5e: torch + the frozen model). What it holds:
+one message per topic, ``spec.history`` history rows, ``runtime.STAT_WINDOW`` latencies.
 """
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ checkpoints. The tick never blocks on I/O: it swaps a reference between two plan
 Safety: no latent yet, a latent older than ``stale_ticks`` control periods, a planner exception or a
 non-finite action -> the hold action (zeros = default pose / no motion), counted and reported.
 
-Memory bound: one latest latent (~13 KB), a deque of ``runtime.STAT_WINDOW`` latencies, one pending
+Memory bound: 450 MiB RSS (soak peak 296 MiB Go2 after 16 swaps, 309 MiB UR5e). What it holds:
+one latest latent (~13 KB), a deque of ``runtime.STAT_WINDOW`` latencies, one pending
 announcement and at most two models (running + verified candidate) at a time.
 """
 

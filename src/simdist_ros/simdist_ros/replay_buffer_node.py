@@ -19,6 +19,8 @@ put them in a queue of at most ``max_queue`` records; one writer thread appends,
 fsync) and announces, so a slow disk never delays a callback. Memory is bounded by the queue plus the
 open chunk: ``(max_queue + chunk_steps)`` records (Go2: ~1.5 KB each, so the defaults hold < 2 MB;
 UR5e with a 64x64 image: ~12 KB each).
+
+Memory bound: 200 MiB RSS for the process (soak peak 79 MiB Go2, 108 MiB UR5e).
 """
 
 from __future__ import annotations

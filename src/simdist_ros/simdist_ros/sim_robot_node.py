@@ -17,7 +17,8 @@ Safety, as in a real driver: a command older than ``command_timeout_s`` of sim t
 -> hold the default pose (zero action), counted and logged; out-of-range commands are clamped and
 counted. A fall (or the episode time limit) resets the task and says so in the log and diagnostics.
 
-Memory bound: the env, one latest command, fixed-size counters.
+Memory bound: 600 MiB RSS (soak peak 321 MiB Go2, 437 MiB UR5e with its renderer). What it holds: the env,
+one latest command, fixed-size counters.
 """
 
 from __future__ import annotations
