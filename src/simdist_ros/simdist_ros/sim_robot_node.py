@@ -114,7 +114,7 @@ class SimRobotNode(Node):
         self._lock = threading.Lock()
         self._env_lock = threading.Lock()  # the sim thread steps, the diagnostics timer reads metrics
         self._cmd_cond = threading.Condition()  # lockstep: the sim thread waits for the next command
-        self.counts = {"steps": 0, "episodes": 1, "falls": 0, "time_limits": 0, "watchdog_holds": 0,
+        self.counts = {"steps": 0, "episodes": 1, "falls": 0, "successes": 0, "time_limits": 0, "watchdog_holds": 0,
                        "clamped_commands": 0, "bad_commands": 0, "commands": 0, "estop_holds": 0}  # fmt: skip
         self._watchdog_active = True
         self._rtf_window = (time.monotonic(), 0)
@@ -271,12 +271,21 @@ class SimRobotNode(Node):
         self._publish_state(self._sensors(result.obs))
         if result.terminated or result.truncated:
             params = self._tunable.current
-            reason = "fell" if result.terminated else "reached the episode time limit"
-            self._count("falls" if result.terminated else "time_limits")
-            if result.terminated and not params.reset_on_fall:
+            episode_metrics = self.env.metrics()
+            # A task may terminate on success (UR5e insertion) as well as on failure (Go2 fall).
+            succeeded = bool(episode_metrics.get("success", False))
+            if succeeded:
+                reason, counter = "completed the task", "successes"
+            elif result.terminated:
+                reason, counter = "fell", "falls"
+            else:
+                reason, counter = "reached the episode time limit", "time_limits"
+            self._count(counter)
+            if counter == "falls" and not params.reset_on_fall:
                 return
-            metrics = ", ".join(f"{k}={v:.3g}" for k, v in self.env.metrics().items())
-            self.get_logger().warning(f"robot {reason} at t={self.sim_ns * 1e-9:.2f} s ({metrics}); resetting the task")
+            metrics = ", ".join(f"{k}={v:.3g}" for k, v in episode_metrics.items())
+            log = self.get_logger().info if succeeded else self.get_logger().warning
+            log(f"robot {reason} at t={self.sim_ns * 1e-9:.2f} s ({metrics}); resetting the task")
             self.env.reset()
             self._count("episodes")
             self.sim_ns += self.dt_ns  # the reset takes one control period: its state gets a stamp of its own
