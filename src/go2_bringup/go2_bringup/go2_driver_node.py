@@ -18,17 +18,16 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from nav_msgs.msg import Odometry
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from sensor_msgs.msg import Imu, JointState
 from simdist_core.robots import GO2
 from simdist_core.sim import go2_constants as gc
 from simdist_core.sim.go2_lowlevel import Go2LowLevel, LowLevelConfig
 from simdist_ros.params import P, declare_table
+from simdist_ros.runtime import run_node
 from std_msgs.msg import Bool, Float64MultiArray
 from std_srvs.srv import Trigger
 
@@ -228,24 +227,12 @@ class Go2DriverNode(Node):
 
 
 def main(args: list[str] | None = None) -> int:
-    """Entry point ``go2_driver_node`` (``--ros-args -p network_interface:=eth0``)."""
-    with rclpy.init(args=args):
-        try:
-            node = Go2DriverNode()
-        except Exception as exc:  # noqa: BLE001 - process boundary: say why the driver cannot start
-            rclpy.logging.get_logger("go2_driver").fatal(f"Go2 driver failed to start: {exc}")
-            return 1
-        executor = MultiThreadedExecutor(num_threads=2)
-        executor.add_node(node)
-        try:
-            executor.spin()
-        except (KeyboardInterrupt, ExternalShutdownException):
-            pass
-        finally:
-            node.close()
-            executor.shutdown()
-            node.destroy_node()
-    return 0
+    """Entry point ``go2_driver_node`` (``--ros-args -p network_interface:=eth0``).
+
+    The shared ``run_node`` handles SIGINT/SIGTERM even when no timer fires, joins the node's threads via
+    ``close()`` and only then shuts the context down.
+    """
+    return run_node(Go2DriverNode, args, threads=2)
 
 
 if __name__ == "__main__":

@@ -16,12 +16,11 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import rclpy
 from nav_msgs.msg import Odometry
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from sensor_msgs.msg import Image, PointCloud2, PointField
 from simdist_ros.params import P, declare_table
+from simdist_ros.runtime import run_node
 
 from go2_bringup.height_map import HeightMapConfig, HeightMapper, points_to_world
 from simdist_ros import msgs, qos, topics
@@ -155,23 +154,12 @@ class HeightMapNode(Node):
 
 
 def main(args: list[str] | None = None) -> int:
-    """Entry point ``height_map_node``."""
-    with rclpy.init(args=args):
-        try:
-            node = HeightMapNode()
-        except Exception as exc:  # noqa: BLE001 - process boundary
-            rclpy.logging.get_logger("height_map").fatal(f"height map node failed to start: {exc}")
-            return 1
-        executor = SingleThreadedExecutor()
-        executor.add_node(node)
-        try:
-            executor.spin()
-        except (KeyboardInterrupt, ExternalShutdownException):
-            pass
-        finally:
-            executor.shutdown()
-            node.destroy_node()
-    return 0
+    """Entry point ``height_map_node``.
+
+    The shared ``run_node`` handles SIGINT/SIGTERM even when no timer fires, joins the node's threads via
+    ``close()`` and only then shuts the context down.
+    """
+    return run_node(HeightMapNode, args, threads=1)
 
 
 if __name__ == "__main__":

@@ -13,13 +13,12 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from sensor_msgs.msg import Image
 from simdist_core.robots import UR5E
 from simdist_ros.params import P, declare_table
+from simdist_ros.runtime import run_node
 
 from simdist_ros import msgs, qos, topics
 
@@ -218,24 +217,12 @@ class CameraNode(Node):
 
 
 def main(args: list[str] | None = None) -> int:
-    """Entry point ``camera_node`` (``--ros-args -p device:=/dev/video0``)."""
-    with rclpy.init(args=args):
-        try:
-            node = CameraNode()
-        except Exception as exc:  # noqa: BLE001 - process boundary: say why the camera cannot start
-            rclpy.logging.get_logger("camera").fatal(f"camera node failed to start: {exc}")
-            return 1
-        executor = MultiThreadedExecutor(num_threads=2)
-        executor.add_node(node)
-        try:
-            executor.spin()
-        except (KeyboardInterrupt, ExternalShutdownException):
-            pass
-        finally:
-            node.close()
-            executor.shutdown()
-            node.destroy_node()
-    return 0
+    """Entry point ``camera_node`` (``--ros-args -p device:=/dev/video0``).
+
+    The shared ``run_node`` handles SIGINT/SIGTERM even when no timer fires, joins the node's threads via
+    ``close()`` and only then shuts the context down.
+    """
+    return run_node(CameraNode, args, threads=2)
 
 
 if __name__ == "__main__":

@@ -17,18 +17,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import WrenchStamped
 from nav_msgs.msg import Odometry
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from simdist_core.robots import UR5E
 from simdist_core.sim.ur5e import LowLevelConfig
 from simdist_core.sim.ur5e_constants import ARM_JOINTS
 from simdist_ros.params import P, declare_table
+from simdist_ros.runtime import run_node
 from std_msgs.msg import Bool, Float64MultiArray
 from std_srvs.srv import Trigger
 
@@ -190,24 +189,12 @@ class Ur5eDriverNode(Node):
 
 
 def main(args: list[str] | None = None) -> int:
-    """Entry point ``ur5e_driver_node`` (``--ros-args -p robot_ip:=192.168.1.10``)."""
-    with rclpy.init(args=args):
-        try:
-            node = Ur5eDriverNode()
-        except Exception as exc:  # noqa: BLE001 - process boundary: say why the driver cannot start
-            rclpy.logging.get_logger("ur5e_driver").fatal(f"UR5e driver failed to start: {exc}")
-            return 1
-        executor = MultiThreadedExecutor(num_threads=2)
-        executor.add_node(node)
-        try:
-            executor.spin()
-        except (KeyboardInterrupt, ExternalShutdownException):
-            pass
-        finally:
-            node.close()
-            executor.shutdown()
-            node.destroy_node()
-    return 0
+    """Entry point ``ur5e_driver_node`` (``--ros-args -p robot_ip:=192.168.1.10``).
+
+    The shared ``run_node`` handles SIGINT/SIGTERM even when no timer fires, joins the node's threads via
+    ``close()`` and only then shuts the context down.
+    """
+    return run_node(Ur5eDriverNode, args, threads=2)
 
 
 if __name__ == "__main__":
