@@ -53,11 +53,13 @@ def test_node_publishes_the_flat_ground_map():
         cloud_pub = peer.create_publisher(PointCloud2, "utlidar/cloud", qos.SENSOR)
         odom_pub = peer.create_publisher(Odometry, topics.ODOM, qos.SENSOR)
         rng = np.random.default_rng(0)
-        ground = np.column_stack([rng.uniform(-3, 3, (20_000, 2)), np.full(20_000, 0.05)])  # floor at z = 0.05
+        # 4,000 points (~64 KB): large best-effort samples are fragmented, and one lost fragment drops the whole
+        # sample, so a bigger cloud made this test flaky on a loaded machine (1 of 3 maps in 30 s).
+        ground = np.column_stack([rng.uniform(-3, 3, (4_000, 2)), np.full(4_000, 0.05)])  # floor at z = 0.05
         odom = Odometry()
         odom.pose.pose.position.z = 0.35
         odom.pose.pose.orientation.w = 1.0
-        deadline = time.monotonic() + 30.0
+        deadline = time.monotonic() + 60.0
         while len(maps) < 3 and time.monotonic() < deadline:
             odom_pub.publish(odom)
             cloud_pub.publish(_make_cloud(ground))

@@ -4,7 +4,8 @@ Sim robot (MuJoCo Go2, go2/flat) -> encoder -> planner -> sim robot, plus replay
 recorder, all over real DDS with ``use_sim_time`` on the sim robot's ``/clock``. CI settings (2 shared
 cores): real_time_factor 0.1 (the 50 Hz control loop runs at 5 Hz of wall time, so a CPU planner tick
 fits its sim-time budget), 50-step chunks, a finetune round after 100 new steps with 10 updates, one
-round. The checkpoint is a randomly initialised world model (the robot falls and is reset a lot: this
+round, and the sim robot in lockstep with the planner's commands. The checkpoint is a randomly
+initialised world model (the robot falls and is reset a lot: this
 test is about the graph, not walking). Fault cases: a corrupt checkpoint announced (refused, the old
 model keeps running) and the encoder frozen (SIGSTOP: the planner holds and reports stale input).
 The replay buffer's SIGKILL + restart case is in test_graph_replay.py.
@@ -80,7 +81,10 @@ def test_full_graph_adapts_hot_swaps_and_survives_faults(tmp_path):
     initial = save_checkpoint(tmp_path / "ck", WorldModel(GO2), version=0)
     out = tmp_path / "run"
     params = {
-        "sim_robot": {"real_time_factor": RTF},
+        # lockstep: the sim also waits (up to 2 s wall) for the command of each step, so a planner tick that a
+        # busy 2-core machine delays slows sim time instead of letting the robot run unplanned; the rate check
+        # below still fails if the planner skips ticks or stops publishing.
+        "sim_robot": {"real_time_factor": RTF, "lockstep": True},
         "replay_buffer": {"chunk_steps": 50},
         "finetuner": {"min_new_steps": 100, "steps_per_round": 10, "batch_size": 8, "max_rounds": 1,
                       "check_period_s": 0.5},
