@@ -81,10 +81,14 @@ def test_full_graph_adapts_hot_swaps_and_survives_faults(tmp_path):
     initial = save_checkpoint(tmp_path / "ck", WorldModel(GO2), version=0)
     out = tmp_path / "run"
     params = {
-        # lockstep: the sim also waits (up to 2 s wall) for the command of each step, so a planner tick that a
-        # busy 2-core machine delays slows sim time instead of letting the robot run unplanned; the rate check
-        # below still fails if the planner skips ticks or stops publishing.
-        "sim_robot": {"real_time_factor": RTF, "lockstep": True},
+        # lockstep: the sim also waits (up to 10 s wall) for the command of each step, so a planner tick that a
+        # busy 2-core machine delays (p99 tick latency of 1-3 s was seen here with all six nodes running) slows
+        # sim time instead of letting the robot run unplanned; the rate and missed-tick checks below still fail
+        # if the planner skips ticks or stops publishing.
+        # reset_on_fall off: a reset publishes one extra /clock step, which the planner counts as a missed tick;
+        # with a random model the robot falls every ~0.5 s, so a reset could land inside the swap window and be
+        # blamed on the swap (seen once in CI). The fall -> reset path is tested in test_nodes_sim_robot.py.
+        "sim_robot": {"real_time_factor": RTF, "lockstep": True, "lockstep_timeout_s": 10.0, "reset_on_fall": False},
         "replay_buffer": {"chunk_steps": 50},
         "finetuner": {"min_new_steps": 100, "steps_per_round": 10, "batch_size": 8, "max_rounds": 1,
                       "check_period_s": 0.5},
