@@ -3,7 +3,6 @@ silently), SIGINT reaches every node, exit codes are reported."""
 
 import signal
 import threading
-import time
 
 import pytest
 import yaml
@@ -30,9 +29,9 @@ def _graph(tmp_path, encoder_checkpoint):
 @pytest.mark.timeout(180)
 def test_a_failing_node_stops_the_graph(tmp_path):
     proc = GraphProcess(_graph(tmp_path, str(tmp_path / "missing")), log_dir=tmp_path / "logs")
-    t0 = time.monotonic()
-    assert proc.run(duration_s=120) == 1
-    assert time.monotonic() - t0 < 100, "the graph must stop when a shutdown-node fails, not run to the end"
+    # No duration: the launcher returns only because the failing node stopped the graph (if it did not, the
+    # pytest timeout fails the test) — a behavioural check, not a wall-clock one.
+    assert proc.run() == 1
     assert proc.exit_codes["encoder"] == 1 and "encoder" in proc.failed
     assert proc.exit_codes["recorder"] == 0, "the other nodes were stopped cleanly"
     assert "does not exist" in (tmp_path / "logs" / "encoder.log").read_text()
