@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from simdist_core.sim.go2_constants import DEFAULT_POSE_RAD
 from simdist_core.sim.go2_lowlevel import Go2LowLevel
+from simdist_ros.control_loop import SafeControlLoop
 
 from go2_bringup.constants import LIE_DOWN_POSE_RAD
 from go2_bringup.go2_sdk import Go2SdkBridge, Go2State, remote_pressed
@@ -168,39 +169,8 @@ class Go2Controller:
         return self._executed_action
 
 
-class ControlLoop:
-    """Calls ``Go2Controller.tick`` at ``control_hz`` in a thread, catching and counting tick errors."""
+class ControlLoop(SafeControlLoop):
+    """Calls ``Go2Controller.tick`` at ``control_hz`` in a thread; a tick error latches the e-stop (shared loop)."""
 
     def __init__(self, controller: Go2Controller) -> None:
-        self.controller = controller
-        self.errors = 0
-        self.overruns = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="go2_control", daemon=True)
-
-    def start(self) -> None:
-        """Start the thread."""
-        self._thread.start()
-
-    def stop(self) -> None:
-        """Stop and join the thread."""
-        self._stop.set()
-        self._thread.join(timeout=2.0)
-
-    def _run(self) -> None:
-        period = 1.0 / self.controller.config.control_hz
-        next_s = time.monotonic()
-        while not self._stop.is_set():
-            try:
-                self.controller.tick()
-            except Exception as exc:  # noqa: BLE001 - the loop must survive; latch the e-stop and say why
-                self.errors += 1
-                self.controller.estop(f"control tick raised {exc!r}")
-                LOG.exception("control tick failed (%d so far)", self.errors)
-            next_s += period
-            delay = next_s - time.monotonic()
-            if delay < 0:
-                self.overruns += 1
-                next_s = time.monotonic()  # do not burst to catch up
-            else:
-                self._stop.wait(delay)
+        super().__init__(controller, name="go2_control")

@@ -32,6 +32,7 @@ import numpy as np
 from simdist_core.robots import UR5E
 from simdist_core.sim.ur5e import LowLevelConfig, UR5eLowLevel
 from simdist_core.sim.ur5e_scene import SceneConfig, build_ur5e_model
+from simdist_ros.control_loop import SafeControlLoop
 
 from ur5e_bringup.backend import ArmBackend, ArmState
 
@@ -256,39 +257,8 @@ class Ur5eController:
         return self._q_cmd
 
 
-class ArmLoop:
-    """Calls ``Ur5eController.tick`` at ``control_hz`` in a thread; a tick error latches the e-stop."""
+class ArmLoop(SafeControlLoop):
+    """Calls ``Ur5eController.tick`` at ``control_hz`` in a thread; a tick error latches the e-stop (shared loop)."""
 
     def __init__(self, controller: Ur5eController) -> None:
-        self.controller = controller
-        self.errors = 0
-        self.overruns = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="ur5e_control", daemon=True)
-
-    def start(self) -> None:
-        """Start the thread."""
-        self._thread.start()
-
-    def stop(self) -> None:
-        """Stop and join the thread."""
-        self._stop.set()
-        self._thread.join(timeout=2.0)
-
-    def _run(self) -> None:
-        period = 1.0 / self.controller.config.control_hz
-        next_s = time.monotonic()
-        while not self._stop.is_set():
-            try:
-                self.controller.tick()
-            except Exception as exc:  # noqa: BLE001 - the loop survives; latch the e-stop and say why
-                self.errors += 1
-                self.controller.estop(f"control tick raised {exc!r}")
-                LOG.exception("UR5e control tick failed (%d so far)", self.errors)
-            next_s += period
-            delay = next_s - time.monotonic()
-            if delay < 0:
-                self.overruns += 1
-                next_s = time.monotonic()
-            else:
-                self._stop.wait(delay)
+        super().__init__(controller, name="ur5e_control")
