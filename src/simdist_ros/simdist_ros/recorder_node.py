@@ -185,9 +185,15 @@ PARAMS = (
 """The node's parameter table."""
 
 
+_SENSOR_RECORDING = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100, reliability=ReliabilityPolicy.BEST_EFFORT)
+"""Best effort like the sensor publishers (so it matches them), but a deep reader queue: callbacks only enqueue,
+yet on a busy machine the executor can fall a few ticks behind, and qos.SENSOR's depth of 5 then dropped about
+half of a 50 Hz stream in CI. A recorder's job is to keep every sample it can."""
+
+
 def _qos_for(topic: str) -> QoSProfile:
     if topic in _SENSOR_TOPICS:
-        return qos.SENSOR
+        return _SENSOR_RECORDING
     if topic in (topics.CHUNK_READY, topics.MODEL_UPDATE):
         return qos.ANNOUNCE
     if topic in (topics.COMMAND, topics.EXECUTED_COMMAND, topics.LATENT):
