@@ -97,9 +97,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--checkpoint", type=Path, help="default: checkpoints/<robot> at the repo root")
     p.add_argument("--rtf", type=float, default=0.25,
                    help="sim real-time factor; 0.25 lets a shared 2-core CPU keep most 50 Hz ticks (see missed ticks)")
-    p.add_argument("--free-run", action="store_true",
-                   help="do not step the sim in lockstep with the planner's commands (default: lockstep, so a "
-                        "late CPU tick slows sim time instead of leaving the robot unplanned)")
+    p.add_argument("--lockstep", action="store_true",
+                   help="step the sim only after each planner command: a late CPU tick slows sim time instead of "
+                        "leaving the robot unplanned, but the run is ~5x slower in wall time")
     p.add_argument("--output-dir", type=Path, help="default: runs/demo-<robot>-<UTC time>")
     p.add_argument("--no-adapt", action="store_true", help="zero-shot baseline: no replay buffer / finetuner")
     p.add_argument("--print-every-s", type=float, default=10.0, help="wall seconds between progress lines")
@@ -186,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     launch_args = {"sim": "true", "task": task, "checkpoint": str(checkpoint), "output_dir": str(out),
                    "adapt": "false" if args.no_adapt else "true"}
     graph = GraphProcess(load_graph(args.robot), launch_args, log_dir=out / "logs",
-                         parameters={"sim_robot": {"real_time_factor": args.rtf, "lockstep": not args.free_run}})
+                         parameters={"sim_robot": {"real_time_factor": args.rtf, "lockstep": args.lockstep}})
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
 
