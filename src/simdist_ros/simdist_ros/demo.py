@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 from dataclasses import dataclass, field
@@ -198,6 +199,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"simdist demo: {args.robot} on {task}, checkpoint {checkpoint}, {args.minutes:g} simulated minutes at "
           f"real-time factor {args.rtf:g}; node logs in {out / 'logs'} (Ctrl-C stops early)", flush=True)
     failed: list[str] = []
+
+    def _terminate(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt  # SIGTERM (timeout, systemd, a launcher) stops the graph like Ctrl-C does
+
+    previous_term = signal.signal(signal.SIGTERM, _terminate)
     try:
         graph.start()
         next_print = time.monotonic() + args.print_every_s
@@ -208,8 +214,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(_line(prog, demo["unit"]), flush=True)
                 next_print += args.print_every_s
     except KeyboardInterrupt:
-        print("simdist demo: interrupted, stopping the graph", flush=True)
+        print("simdist demo: interrupted (SIGINT/SIGTERM), stopping the graph", flush=True)
     finally:
+        signal.signal(signal.SIGTERM, previous_term)
         codes = graph.stop()
         executor.shutdown()
         rclpy.shutdown(context=context)
