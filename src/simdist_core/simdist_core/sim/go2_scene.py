@@ -30,6 +30,11 @@ def build_go2_model(terrain: TerrainConfig, low_level: Go2LowLevel, physics_dt_s
     spec.option.timestep = physics_dt_s
     add_terrain(spec, terrain)
     low_level.configure_spec(spec)
+    # Feet: sliding friction only (condim 3). The Menagerie's condim 6 adds torsional and rolling rows that
+    # roughly double the constraint solver's work; measured with the expert (10 s x 3 episodes), progress and
+    # falls moved by < 7% on flat, rough, foam and PTFE, and Go2 data generation ran 1.28x faster.
+    for name in FOOT_GEOM_NAMES:
+        spec.geom(name).condim = 3
     for leg, calf in zip(LEGS, CALF_BODY_NAMES, strict=True):
         site = spec.body(calf).add_site(
             name=f"{leg}_touch", pos=[FOOT_IN_CALF_M[0], 0.0, FOOT_IN_CALF_M[1]], size=[0.032, 0.0, 0.0]
