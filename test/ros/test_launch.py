@@ -131,8 +131,8 @@ def test_launch_file_references_exist(path):
                   for t in n.targets if isinstance(t, ast.Name) and isinstance(n.value, ast.Constant)}
         assert consts.get("ROBOT") == robot, "a bringup launch file must load its own robot's graph"
         imports = {(n.module, a.name) for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
-        assert ("simdist_ros.graph", "load_graph") in imports, "nodes must come from the shared graph YAML"
-        assert _launch_calls(tree, "DeclareLaunchArgument"), "arguments are declared from the graph"
+        assert ("simdist_ros.launch_description", "graph_launch_description") in imports, "one shared description"
+        assert [c for c in _launch_calls(tree, "graph_launch_description") if ast.unparse(c.args[0]) == "ROBOT"]
     for call in _launch_calls(tree, "Node"):
         kw = {k.arg: k.value for k in call.keywords}
         if isinstance(kw.get("executable"), ast.Constant):
@@ -143,6 +143,14 @@ def test_launch_file_references_exist(path):
                 if isinstance(params, ast.Dict):
                     keys = {ast.literal_eval(k) for k in params.keys}
                     assert keys <= declared, f"{path.name}: {sorted(keys - declared)} not declared"
+
+
+def test_shared_launch_description_builds_everything_from_the_graph():
+    tree = ast.parse((ROOT / "src/simdist_ros/simdist_ros/launch_description.py").read_text())
+    imports = {(n.module, a.name) for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
+    assert ("simdist_ros.graph", "load_graph") in imports, "nodes must come from the shared graph YAML"
+    assert _launch_calls(tree, "DeclareLaunchArgument"), "arguments are declared from the graph"
+    assert _launch_calls(tree, "Node"), "nodes are launched from the graph"
 
 
 @pytest.mark.parametrize("robot", ROBOTS)
