@@ -12,6 +12,10 @@ measured once (minute 0) and drawn as a flat line.
 Latent error is the latent-consistency MSE in each model's own latent space. For ``dynamics_only``
 the encoder is frozen, so errors are directly comparable with zero-shot; ``full_finetune`` also
 moves its encoder (and thus its targets), so its number is reported but is not the same yardstick.
+Probe error is the yardstick all methods share: the held-out set also stores the simulator's
+privileged probe (Go2: base velocity in the heading frame, m/s; UR5e: TCP position, m), and the
+error is the MSE of the probe head read from the open-loop predicted latents (H steps from one
+encoded observation and the executed actions) against it. It is never a training label.
 
 CPU note: closed-loop planning on 2 shared cores is slow, so ``--minutes`` can be scaled down (e.g.
 ``0,1,2,4``); the report stores the planner preset, wall time and exactly what was run.
@@ -111,14 +115,17 @@ class Benchmark:
     def _planner(self, model: torch.nn.Module) -> Any:  # noqa: ANN401
         return make_planner(model, None, self.cfg.preset, self.planner_overrides, self.cfg.seed)
 
-    def _collect(self, model: torch.nn.Module, shard: Path, steps: int, seed: int, first_episode: int) -> int:
+    def _collect(
+        self, model: torch.nn.Module, shard: Path, steps: int, seed: int, first_episode: int, record_probe: bool = False
+    ) -> int:
         """Collect ``steps`` control steps with ``model``'s planner; returns the episodes recorded."""
         planner, episode_steps = self._planner(model), int(round(self.cfg.episode_s * self.control_hz))
         done, episodes = 0, 0
         while done < steps:
             stats = collect_experience(self.env, planner, shard, episodes=1, max_steps=min(episode_steps, steps - done),
                                        seed=seed + episodes, exploration_std=self.cfg.exploration_std,
-                                       first_episode_id=first_episode + episodes)  # fmt: skip
+                                       first_episode_id=first_episode + episodes,
+                                       record_probe=record_probe)  # fmt: skip
             done += stats[0].steps
             episodes += 1
         return episodes
@@ -127,7 +134,7 @@ class Benchmark:
         """Collect the fixed held-out set with the pretrained planner (seeds disjoint from everything else)."""
         shard = self.workdir / "heldout" / "shard-0"
         steps = int(round(self.cfg.heldout_episodes * self.cfg.episode_s * self.control_hz))
-        self._collect(self.pretrained, shard, steps, self.cfg.seed + 90_000, 0)
+        self._collect(self.pretrained, shard, steps, self.cfg.seed + 90_000, 0, record_probe=True)
         sampler = WindowSampler(Dataset(shard.parent), self.pretrained.spec, batch_size=64, seed=self.cfg.seed)
         self.holdout = fixed_batches(sampler, self.cfg.heldout_windows, 64, self.cfg.seed)
 
@@ -136,6 +143,7 @@ class Benchmark:
         report = evaluate(model, self.eval_cfg, env_overrides=self.env_overrides,
                           planner_overrides=self.planner_overrides)  # fmt: skip
         report["latent_error"] = evaluate_loss(model, self.holdout, finetune_loss_weights())["consistency"]
+        report["probe_error"] = probe_rollout_error(model, self.holdout)
         return report
 
     def run_method(self, method: str, zero: dict[str, Any]) -> dict[str, Any]:
@@ -144,7 +152,8 @@ class Benchmark:
         parts = METHODS[method]
         ft_cfg = apply_overrides(cfg.finetune, {"parts": ",".join(parts), "seed": str(cfg.seed)})
         model, shard = copy.deepcopy(self.pretrained), self.workdir / method / "shard-0"
-        out = {"minutes": [0.0], "metric": [zero[metric]], "latent_error": [zero["latent_error"]], "gate": [None],
+        out = {"minutes": [0.0], "metric": [zero[metric]], "latent_error": [zero["latent_error"]],
+               "probe_error": [zero["probe_error"]], "gate": [None],
                "falls": [zero.get("falls")], "mean_duration_s": [zero["summary"].get("duration_s")],
                "collect_wall_s": [0.0], "finetune_wall_s": [0.0]}  # fmt: skip
         episodes = 0
@@ -161,7 +170,8 @@ class Benchmark:
             log.info("%s @ %.2f min: %s=%.3f latent_error=%.5f gate=%s", method, minutes, metric, point[metric],
                      point["latent_error"], report.gate.reason)  # fmt: skip
             for key, value in (("minutes", minutes), ("metric", point[metric]), ("latent_error", point["latent_error"]),
-                               ("gate", report.gate.__dict__), ("falls", point.get("falls")),
+                               ("probe_error", point["probe_error"]), ("gate", report.gate.__dict__),
+                               ("falls", point.get("falls")),
                                ("mean_duration_s", point["summary"].get("duration_s")),
                                ("collect_wall_s", t1 - t0), ("finetune_wall_s", t2 - t1)):  # fmt: skip
                 out[key].append(value)
@@ -174,7 +184,8 @@ class Benchmark:
         zero = self.measure(self.pretrained)
         metric = task_metric_name(self.cfg.task)
         results: dict[str, Any] = {"zero_shot": {"minutes": [0.0], "metric": [zero[metric]],
-                                                 "latent_error": [zero["latent_error"]], "falls": [zero.get("falls")],
+                                                 "latent_error": [zero["latent_error"]],
+                                                 "probe_error": [zero["probe_error"]], "falls": [zero.get("falls")],
                                                  "mean_duration_s": [zero["summary"].get("duration_s")]}}
         for method in methods:
             results[method] = self.run_method(method, zero)
@@ -183,6 +194,24 @@ class Benchmark:
                 "env_overrides": self.env_overrides, "heldout_windows": sum(int(b["actions"].shape[0])
                                                                             for b in self.holdout),
                 "wall_s": time.perf_counter() - start, "torch_threads": torch.get_num_threads()}  # fmt: skip
+
+
+def probe_rollout_error(model: torch.nn.Module, batches: list[Batch]) -> float:
+    """MSE of the probe decoded from open-loop predicted latents vs the privileged probe (valid steps).
+
+    Each window: encode o_0, predict z_1..z_H from the executed actions, decode the probe, compare
+    with the recorded ``probe`` at steps 1..H. Comparable across methods whatever their encoder.
+    """
+    total, count = 0.0, 0.0
+    with torch.no_grad():
+        for batch in batches:
+            latent = model.encode({key: value[:, 0] for key, value in batch["obs"].items()})
+            zs = model.predict(latent, batch["actions"])  # (B, H, D)
+            err = (model.decode_probe(zs) - batch["probe"][:, 1:]).pow(2).mean(-1)  # (B, H)
+            mask = batch["valid"].to(err.dtype)
+            total += float((err * mask).sum())
+            count += float(mask.sum())
+    return total / max(count, 1.0)
 
 
 def summarise(results: dict[str, Any]) -> dict[str, Any]:
@@ -204,6 +233,11 @@ def summarise(results: dict[str, Any]) -> dict[str, Any]:
             "metric_ratio_vs_zero_shot": last_metric / zero_metric if zero_metric > 0 else None,
             "latent_error_ratio_zero_shot_over_method": zero_err / last_err if last_err > 0 else None,
         }
+        if "probe_error" in res and "probe_error" in zero:  # absent in reports written before it existed
+            last_probe = res["probe_error"][-1]
+            out[method]["probe_error_ratio_zero_shot_over_method"] = (
+                zero["probe_error"][0] / last_probe if last_probe > 0 else None
+            )
     return out
 
 
@@ -214,15 +248,18 @@ def plot(report: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    keys = [k for k in ("metric", "latent_error", "probe_error") if k in report["results"]["zero_shot"]]
+    fig, axes = plt.subplots(1, len(keys), figsize=(5 * len(keys), 4))
     last = max(max(r["minutes"]) for r in report["results"].values())
     for method, res in report["results"].items():
         xs = [0.0, last] if method == "zero_shot" else res["minutes"]
-        for ax, key in zip(axes, ("metric", "latent_error"), strict=True):
+        for ax, key in zip(axes, keys, strict=True):
             ys = [res[key][0]] * 2 if method == "zero_shot" else res[key]
             ax.plot(xs, ys, "--" if method == "zero_shot" else "-o", label=method)
     axes[0].set_ylabel(report["metric"])
     axes[1].set_ylabel("held-out latent error (MSE)")
+    if len(axes) > 2:
+        axes[2].set_ylabel("held-out probe error (MSE, physical units)")
     for ax in axes:
         ax.set_xlabel("minutes of experience in the shifted task")
         ax.grid(alpha=0.3)
@@ -284,10 +321,11 @@ def main(argv: list[str]) -> int:
 
 
 def _print_table(report: dict[str, Any]) -> None:
-    print(f"{'method':<15} {'minutes':>8} {report['metric']:>20} {'latent_error':>14}")
+    print(f"{'method':<15} {'minutes':>8} {report['metric']:>20} {'latent_error':>14} {'probe_error':>12}")
     for method, res in report["results"].items():
-        for m, v, e in zip(res["minutes"], res["metric"], res["latent_error"], strict=True):
-            print(f"{method:<15} {m:>8.2f} {v:>20.3f} {e:>14.5f}")
+        probe = res.get("probe_error", [float("nan")] * len(res["minutes"]))
+        for m, v, e, p in zip(res["minutes"], res["metric"], res["latent_error"], probe, strict=True):
+            print(f"{method:<15} {m:>8.2f} {v:>20.3f} {e:>14.5f} {p:>12.5f}")
     print(f"wall time {report['wall_s']:.0f} s")
 
 

@@ -2,11 +2,14 @@
 
 Records are built by ``simdist_core.data.transitions.make_record`` (the same function the ROS replay
 buffer and the bag converter use), so benchmark experience carries exactly what a robot can log:
-observations and executed actions, no reward/value/probe labels (``labelled=False``).
+observations and executed actions, no reward/value/probe labels (``labelled=False``). Only the
+benchmark's held-out evaluation set may add the simulator's privileged probe (``probe_fn``): it is a
+yardstick in physical units for comparing methods, never a training label.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,10 +33,23 @@ class ExperienceRecorder:
         shard_dir: shard folder (created; numbering continues after existing chunks).
         chunk_steps: rows per sealed chunk.
         first_episode_id: id of the first recorded episode (continue after existing ones).
+        probe_fn: if given, returns the simulator's privileged probe of the CURRENT state; every row
+            then also stores ``priv/probe`` of its observation (evaluation sets only). ``start_episode``
+            must be called right after each reset (``run_episode(on_reset=...)``).
     """
 
-    def __init__(self, spec: RobotSpec, shard_dir: Path, *, chunk_steps: int = 1024, first_episode_id: int = 0) -> None:
+    def __init__(
+        self,
+        spec: RobotSpec,
+        shard_dir: Path,
+        *,
+        chunk_steps: int = 1024,
+        first_episode_id: int = 0,
+        probe_fn: Callable[[], np.ndarray] | None = None,
+    ) -> None:
         self.spec = spec
+        self.probe_fn = probe_fn
+        self._probe: np.ndarray | None = None  # probe of the observation the next row stores
         self.writer = ChunkWriter(shard_dir, chunk_steps=chunk_steps, align_episodes=False, fsync=False)
         self.episode_id = first_episode_id
         self.steps = 0
@@ -41,9 +57,24 @@ class ExperienceRecorder:
         self._t_ns = 0
         self._last_obs: dict[str, np.ndarray] | None = None
 
+    def start_episode(self, obs: dict[str, np.ndarray]) -> None:  # noqa: ARG002 (the run_episode on_reset signature)
+        """Note the state right after a reset (needed only with ``probe_fn``)."""
+        if self.probe_fn is not None:
+            self._probe = np.asarray(self.probe_fn(), np.float32).copy()
+
+    def _record(self, obs: dict[str, np.ndarray], action: np.ndarray) -> dict[str, np.ndarray]:
+        record = make_record(self.spec, obs, action, self._t_ns, self.episode_id)
+        if self.probe_fn is not None:
+            if self._probe is None:
+                raise RuntimeError("ExperienceRecorder: probe_fn set but start_episode was not called after reset")
+            record["priv/probe"] = self._probe
+        return record
+
     def __call__(self, obs: dict[str, np.ndarray], action: np.ndarray, result: StepResult) -> None:
         """Append the transition (obs, action) -> result.obs."""
-        self.writer.append(make_record(self.spec, obs, action, self._t_ns, self.episode_id))
+        self.writer.append(self._record(obs, action))
+        if self.probe_fn is not None:  # the env has stepped: this is the probe of result.obs
+            self._probe = np.asarray(self.probe_fn(), np.float32).copy()
         self._t_ns += int(round(1e9 * self.spec.control_dt))
         self._last_obs = result.obs
         self.steps += 1
@@ -52,8 +83,9 @@ class ExperienceRecorder:
         """Store the episode's final observation and advance the episode id."""
         if self._last_obs is not None:
             zero = np.zeros(self.spec.action_dim, np.float32)
-            self.writer.append(make_record(self.spec, self._last_obs, zero, self._t_ns, self.episode_id))
+            self.writer.append(self._record(self._last_obs, zero))
         self._last_obs = None
+        self._probe = None
         self.episode_id += 1
         self._t_ns += 10**9  # a gap, so time-based episode logic also sees a new episode
 
@@ -73,6 +105,7 @@ def collect_experience(
     exploration_std: float = 0.0,
     first_episode_id: int = 0,
     chunk_steps: int = 1024,
+    record_probe: bool = False,
 ) -> list[EpisodeStats]:
     """Run ``episodes`` planner episodes in ``env`` and append them to ``shard_dir``.
 
@@ -86,17 +119,20 @@ def collect_experience(
         exploration_std: Gaussian noise on the executed action (recorded as executed).
         first_episode_id: id of the first episode (continue after the ids already in the shard).
         chunk_steps: rows per sealed chunk.
+        record_probe: also store the privileged probe (``priv/probe``) of every row: evaluation sets only.
 
     Returns:
         Per-episode stats (metrics, planner timings).
     """
-    recorder = ExperienceRecorder(env.spec, shard_dir, chunk_steps=chunk_steps, first_episode_id=first_episode_id)
+    probe_fn = (lambda: env.privileged_state()["probe"]) if record_probe else None
+    recorder = ExperienceRecorder(env.spec, shard_dir, chunk_steps=chunk_steps, first_episode_id=first_episode_id,
+                                  probe_fn=probe_fn)  # fmt: skip
     rng = np.random.default_rng(seed)
     stats = []
     try:
         for i in range(episodes):
             stats.append(run_episode(env, planner, seed=seed + i, max_steps=max_steps, exploration_std=exploration_std,
-                                     rng=rng, on_step=recorder))  # fmt: skip
+                                     rng=rng, on_step=recorder, on_reset=recorder.start_episode))  # fmt: skip
             recorder.end_episode()
     finally:
         recorder.close()

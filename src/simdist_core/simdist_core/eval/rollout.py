@@ -66,6 +66,7 @@ def run_episode(
     exploration_std: float = 0.0,
     rng: np.random.Generator | None = None,
     on_step: StepCallback | None = None,
+    on_reset: Callable[[dict[str, np.ndarray]], None] | None = None,
     device: str = "cpu",
 ) -> EpisodeStats:
     """Run one planner-controlled episode.
@@ -78,6 +79,7 @@ def run_episode(
         exploration_std: std of Gaussian noise added to the planned action (then clipped to [-1, 1]).
         rng: noise generator (required when ``exploration_std > 0``).
         on_step: receives each transition (observation before, executed action, step result).
+        on_reset: receives the first observation, right after ``env.reset`` (the env is in that state).
         device: where model inputs are placed.
 
     Returns:
@@ -87,6 +89,8 @@ def run_episode(
         raise ValueError("run_episode: exploration_std > 0 needs an rng")
     history = ObservationHistory(env.spec)
     obs = env.reset(seed=seed)
+    if on_reset is not None:
+        on_reset(obs)
     history.reset(obs)
     planner.reset()
     stats = EpisodeStats(steps=0, metrics={})
