@@ -46,19 +46,21 @@ def test_benchmark_cli_reports_all_methods(tmp_path):
         assert res["latent_error"][1] > 0 and isinstance(res["gate"][1]["passed"], bool)
         assert res["probe_error"][0] == zero["probe_error"][0] and res["probe_error"][1] > 0
         assert report["summary"][method]["probe_error_ratio_zero_shot_over_method"] > 0
+        assert res["reward_error"][0] == zero["reward_error"][0] and res["reward_error"][1] > 0
     assert png.stat().st_size > 1000
     assert main(argv) == 2, "a non-empty workdir is refused (experience from two runs must not mix)"
 
 
-def test_heldout_probe_is_the_state_of_each_recorded_observation(tmp_path):
-    """The evaluation set's privileged probe row t belongs to observation t (not the post-step state)."""
+def test_heldout_labels_belong_to_each_recorded_observation(tmp_path):
+    """The evaluation set's probe row t is the state of observation t (not the post-step state), and
+    its reward is the simulator's reward of transition t."""
     import numpy as np
     from simdist_core.data.dataset import Dataset
     from simdist_core.eval.experience import collect_experience
     from simdist_core.sim.base import make_env
 
     env = make_env("go2/flat")
-    probes = []
+    probes, rewards = [], []
 
     class RecordingPlanner:  # logs the probe of the state each action is planned in
         def reset(self):
@@ -68,11 +70,22 @@ def test_heldout_probe_is_the_state_of_each_recorded_observation(tmp_path):
             probes.append(env.privileged_state()["probe"].copy())
             return np.full(12, 0.3 * (len(probes) % 3 - 1), np.float32)
 
+    step = env.step
+
+    def logged_step(action):
+        result = step(action)
+        rewards.append(result.reward)
+        return result
+
+    env.step = logged_step
     collect_experience(env, RecordingPlanner(), tmp_path / "shard-0", episodes=2, max_steps=20, seed=0,
-                       record_probe=True)
+                       eval_labels=True)
     ds = Dataset(tmp_path)
     stored = ds.gather("priv/probe", np.arange(len(ds)))
     episode = ds.gather("episode_id", np.arange(len(ds)))
     first = stored[episode == episode[0]][:-1]  # the last row is the final observation (no action)
     np.testing.assert_allclose(first, np.array(probes[: len(first)]), rtol=0, atol=0)
+    stored_rewards = ds.gather("reward", np.arange(len(ds)))[episode == episode[0]]
+    np.testing.assert_allclose(stored_rewards[:-1], np.float32(rewards[: len(first)]), rtol=0, atol=0)
+    assert stored_rewards[-1] == 0.0  # the final-observation row, as simdist generate stores it
     assert np.ptp(stored[:, 0]) > 0  # the state really changes between rows

@@ -15,7 +15,9 @@ moves its encoder (and thus its targets), so its number is reported but is not t
 Probe error is the yardstick all methods share: the held-out set also stores the simulator's
 privileged probe (Go2: base velocity in the heading frame, m/s; UR5e: TCP position, m), and the
 error is the MSE of the probe head read from the open-loop predicted latents (H steps from one
-encoded observation and the executed actions) against it. It is never a training label.
+encoded observation and the executed actions) against it. Reward error is the frozen-in-SimDist
+reward head read along the same predicted latents against the simulator's true reward (normalised
+units): it shows whether the heads still judge the predicted states right. Neither is a training label.
 
 CPU note: closed-loop planning on 2 shared cores is slow, so ``--minutes`` can be scaled down (e.g.
 ``0,1,2,4``); the report stores the planner preset, wall time and exactly what was run.
@@ -41,11 +43,15 @@ from simdist_core.data.dataset import Dataset
 from simdist_core.data.sampler import WindowSampler
 from simdist_core.eval.closed_loop import EvalConfig, evaluate, make_planner, task_metric_name
 from simdist_core.eval.experience import collect_experience
+from simdist_core.models.world_model import LossWeights
 from simdist_core.training.adapt import FinetuneConfig, finetune_dynamics, fixed_batches
 from simdist_core.training.common import OptimConfig
 from simdist_core.training.trainer import Batch, evaluate_loss, finetune_loss_weights
 
 log = logging.getLogger(__name__)
+
+REWARD_ONLY = LossWeights(consistency=0.0, reward=1.0, value=0.0, bc=0.0, probe=0.0)
+"""Scores only the reward head along predicted latents (``reward_error``)."""
 
 METHODS: dict[str, tuple[str, ...] | None] = {"dynamics_only": ("dynamics",), "full_finetune": ("all",)}
 """Finetuning method -> parts it trains (``zero_shot`` trains nothing)."""
@@ -116,7 +122,7 @@ class Benchmark:
         return make_planner(model, None, self.cfg.preset, self.planner_overrides, self.cfg.seed)
 
     def _collect(
-        self, model: torch.nn.Module, shard: Path, steps: int, seed: int, first_episode: int, record_probe: bool = False
+        self, model: torch.nn.Module, shard: Path, steps: int, seed: int, first_episode: int, eval_labels: bool = False
     ) -> int:
         """Collect ``steps`` control steps with ``model``'s planner; returns the episodes recorded."""
         planner, episode_steps = self._planner(model), int(round(self.cfg.episode_s * self.control_hz))
@@ -125,7 +131,7 @@ class Benchmark:
             stats = collect_experience(self.env, planner, shard, episodes=1, max_steps=min(episode_steps, steps - done),
                                        seed=seed + episodes, exploration_std=self.cfg.exploration_std,
                                        first_episode_id=first_episode + episodes,
-                                       record_probe=record_probe)  # fmt: skip
+                                       eval_labels=eval_labels)  # fmt: skip
             done += stats[0].steps
             episodes += 1
         return episodes
@@ -134,7 +140,7 @@ class Benchmark:
         """Collect the fixed held-out set with the pretrained planner (seeds disjoint from everything else)."""
         shard = self.workdir / "heldout" / "shard-0"
         steps = int(round(self.cfg.heldout_episodes * self.cfg.episode_s * self.control_hz))
-        self._collect(self.pretrained, shard, steps, self.cfg.seed + 90_000, 0, record_probe=True)
+        self._collect(self.pretrained, shard, steps, self.cfg.seed + 90_000, 0, eval_labels=True)
         sampler = WindowSampler(Dataset(shard.parent), self.pretrained.spec, batch_size=64, seed=self.cfg.seed)
         self.holdout = fixed_batches(sampler, self.cfg.heldout_windows, 64, self.cfg.seed)
 
@@ -144,6 +150,7 @@ class Benchmark:
                           planner_overrides=self.planner_overrides)  # fmt: skip
         report["latent_error"] = evaluate_loss(model, self.holdout, finetune_loss_weights())["consistency"]
         report["probe_error"] = probe_rollout_error(model, self.holdout)
+        report["reward_error"] = evaluate_loss(model, self.holdout, REWARD_ONLY)["reward"]
         return report
 
     def run_method(self, method: str, zero: dict[str, Any]) -> dict[str, Any]:
@@ -153,7 +160,7 @@ class Benchmark:
         ft_cfg = apply_overrides(cfg.finetune, {"parts": ",".join(parts), "seed": str(cfg.seed)})
         model, shard = copy.deepcopy(self.pretrained), self.workdir / method / "shard-0"
         out = {"minutes": [0.0], "metric": [zero[metric]], "latent_error": [zero["latent_error"]],
-               "probe_error": [zero["probe_error"]], "gate": [None],
+               "probe_error": [zero["probe_error"]], "reward_error": [zero["reward_error"]], "gate": [None],
                "falls": [zero.get("falls")], "mean_duration_s": [zero["summary"].get("duration_s")],
                "collect_wall_s": [0.0], "finetune_wall_s": [0.0]}  # fmt: skip
         episodes = 0
@@ -170,7 +177,8 @@ class Benchmark:
             log.info("%s @ %.2f min: %s=%.3f latent_error=%.5f gate=%s", method, minutes, metric, point[metric],
                      point["latent_error"], report.gate.reason)  # fmt: skip
             for key, value in (("minutes", minutes), ("metric", point[metric]), ("latent_error", point["latent_error"]),
-                               ("probe_error", point["probe_error"]), ("gate", report.gate.__dict__),
+                               ("probe_error", point["probe_error"]), ("reward_error", point["reward_error"]),
+                               ("gate", report.gate.__dict__),
                                ("falls", point.get("falls")),
                                ("mean_duration_s", point["summary"].get("duration_s")),
                                ("collect_wall_s", t1 - t0), ("finetune_wall_s", t2 - t1)):  # fmt: skip
@@ -185,7 +193,8 @@ class Benchmark:
         metric = task_metric_name(self.cfg.task)
         results: dict[str, Any] = {"zero_shot": {"minutes": [0.0], "metric": [zero[metric]],
                                                  "latent_error": [zero["latent_error"]],
-                                                 "probe_error": [zero["probe_error"]], "falls": [zero.get("falls")],
+                                                 "probe_error": [zero["probe_error"]],
+                                                 "reward_error": [zero["reward_error"]], "falls": [zero.get("falls")],
                                                  "mean_duration_s": [zero["summary"].get("duration_s")]}}
         for method in methods:
             results[method] = self.run_method(method, zero)
@@ -238,6 +247,11 @@ def summarise(results: dict[str, Any]) -> dict[str, Any]:
             out[method]["probe_error_ratio_zero_shot_over_method"] = (
                 zero["probe_error"][0] / last_probe if last_probe > 0 else None
             )
+        if "reward_error" in res and "reward_error" in zero:
+            last_reward = res["reward_error"][-1]
+            out[method]["reward_error_ratio_zero_shot_over_method"] = (
+                zero["reward_error"][0] / last_reward if last_reward > 0 else None
+            )
     return out
 
 
@@ -248,8 +262,8 @@ def plot(report: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    keys = [k for k in ("metric", "latent_error", "probe_error") if k in report["results"]["zero_shot"]]
-    fig, axes = plt.subplots(1, len(keys), figsize=(5 * len(keys), 4))
+    keys = [k for k in ("metric", "latent_error", "probe_error", "reward_error") if k in report["results"]["zero_shot"]]
+    fig, axes = plt.subplots(1, len(keys), figsize=(4.5 * len(keys), 4))
     last = max(max(r["minutes"]) for r in report["results"].values())
     for method, res in report["results"].items():
         xs = [0.0, last] if method == "zero_shot" else res["minutes"]
@@ -258,8 +272,10 @@ def plot(report: dict[str, Any], path: Path) -> None:
             ax.plot(xs, ys, "--" if method == "zero_shot" else "-o", label=method)
     axes[0].set_ylabel(report["metric"])
     axes[1].set_ylabel("held-out latent error (MSE)")
-    if len(axes) > 2:
-        axes[2].set_ylabel("held-out probe error (MSE, physical units)")
+    labels = {"probe_error": "held-out probe error (MSE, physical units)",
+              "reward_error": "held-out reward-head error (MSE, normalised)"}  # fmt: skip
+    for ax, key in zip(axes[2:], keys[2:], strict=True):
+        ax.set_ylabel(labels[key])
     for ax in axes:
         ax.set_xlabel("minutes of experience in the shifted task")
         ax.grid(alpha=0.3)
@@ -321,11 +337,14 @@ def main(argv: list[str]) -> int:
 
 
 def _print_table(report: dict[str, Any]) -> None:
-    print(f"{'method':<15} {'minutes':>8} {report['metric']:>20} {'latent_error':>14} {'probe_error':>12}")
+    print(f"{'method':<15} {'minutes':>8} {report['metric']:>20} {'latent_error':>14} {'probe_error':>12} "
+          f"{'reward_error':>13}")  # fmt: skip
     for method, res in report["results"].items():
-        probe = res.get("probe_error", [float("nan")] * len(res["minutes"]))
-        for m, v, e, p in zip(res["minutes"], res["metric"], res["latent_error"], probe, strict=True):
-            print(f"{method:<15} {m:>8.2f} {v:>20.3f} {e:>14.5f} {p:>12.5f}")
+        nan = [float("nan")] * len(res["minutes"])
+        rows = zip(res["minutes"], res["metric"], res["latent_error"], res.get("probe_error", nan),
+                   res.get("reward_error", nan), strict=True)  # fmt: skip
+        for m, v, e, p, r in rows:
+            print(f"{method:<15} {m:>8.2f} {v:>20.3f} {e:>14.5f} {p:>12.5f} {r:>13.5f}")
     print(f"wall time {report['wall_s']:.0f} s")
 
 

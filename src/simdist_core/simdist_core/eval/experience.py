@@ -3,8 +3,8 @@
 Records are built by ``simdist_core.data.transitions.make_record`` (the same function the ROS replay
 buffer and the bag converter use), so benchmark experience carries exactly what a robot can log:
 observations and executed actions, no reward/value/probe labels (``labelled=False``). Only the
-benchmark's held-out evaluation set may add the simulator's privileged probe (``probe_fn``): it is a
-yardstick in physical units for comparing methods, never a training label.
+benchmark's held-out evaluation set may add the simulator's privileged probe (``probe_fn``) and true
+reward (``record_reward``): yardsticks for comparing methods, never training labels.
 """
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ class ExperienceRecorder:
         probe_fn: if given, returns the simulator's privileged probe of the CURRENT state; every row
             then also stores ``priv/probe`` of its observation (evaluation sets only). ``start_episode``
             must be called right after each reset (``run_episode(on_reset=...)``).
+        record_reward: also store the simulator's reward of each transition (``reward``; 0 on the
+            final-observation row, as ``simdist generate`` does). Evaluation sets only.
     """
 
     def __init__(
@@ -46,9 +48,11 @@ class ExperienceRecorder:
         chunk_steps: int = 1024,
         first_episode_id: int = 0,
         probe_fn: Callable[[], np.ndarray] | None = None,
+        record_reward: bool = False,
     ) -> None:
         self.spec = spec
         self.probe_fn = probe_fn
+        self.record_reward = record_reward
         self._probe: np.ndarray | None = None  # probe of the observation the next row stores
         self.writer = ChunkWriter(shard_dir, chunk_steps=chunk_steps, align_episodes=False, fsync=False)
         self.episode_id = first_episode_id
@@ -62,8 +66,10 @@ class ExperienceRecorder:
         if self.probe_fn is not None:
             self._probe = np.asarray(self.probe_fn(), np.float32).copy()
 
-    def _record(self, obs: dict[str, np.ndarray], action: np.ndarray) -> dict[str, np.ndarray]:
+    def _record(self, obs: dict[str, np.ndarray], action: np.ndarray, reward: float) -> dict[str, np.ndarray]:
         record = make_record(self.spec, obs, action, self._t_ns, self.episode_id)
+        if self.record_reward:
+            record["reward"] = np.float32(reward)
         if self.probe_fn is not None:
             if self._probe is None:
                 raise RuntimeError("ExperienceRecorder: probe_fn set but start_episode was not called after reset")
@@ -72,7 +78,7 @@ class ExperienceRecorder:
 
     def __call__(self, obs: dict[str, np.ndarray], action: np.ndarray, result: StepResult) -> None:
         """Append the transition (obs, action) -> result.obs."""
-        self.writer.append(self._record(obs, action))
+        self.writer.append(self._record(obs, action, float(result.reward)))
         if self.probe_fn is not None:  # the env has stepped: this is the probe of result.obs
             self._probe = np.asarray(self.probe_fn(), np.float32).copy()
         self._t_ns += int(round(1e9 * self.spec.control_dt))
@@ -83,7 +89,7 @@ class ExperienceRecorder:
         """Store the episode's final observation and advance the episode id."""
         if self._last_obs is not None:
             zero = np.zeros(self.spec.action_dim, np.float32)
-            self.writer.append(self._record(self._last_obs, zero))
+            self.writer.append(self._record(self._last_obs, zero, 0.0))
         self._last_obs = None
         self._probe = None
         self.episode_id += 1
@@ -105,7 +111,7 @@ def collect_experience(
     exploration_std: float = 0.0,
     first_episode_id: int = 0,
     chunk_steps: int = 1024,
-    record_probe: bool = False,
+    eval_labels: bool = False,
 ) -> list[EpisodeStats]:
     """Run ``episodes`` planner episodes in ``env`` and append them to ``shard_dir``.
 
@@ -119,14 +125,15 @@ def collect_experience(
         exploration_std: Gaussian noise on the executed action (recorded as executed).
         first_episode_id: id of the first episode (continue after the ids already in the shard).
         chunk_steps: rows per sealed chunk.
-        record_probe: also store the privileged probe (``priv/probe``) of every row: evaluation sets only.
+        eval_labels: also store the privileged probe (``priv/probe``) and the true ``reward`` of every row
+            (evaluation sets only: a robot has neither).
 
     Returns:
         Per-episode stats (metrics, planner timings).
     """
-    probe_fn = (lambda: env.privileged_state()["probe"]) if record_probe else None
+    probe_fn = (lambda: env.privileged_state()["probe"]) if eval_labels else None
     recorder = ExperienceRecorder(env.spec, shard_dir, chunk_steps=chunk_steps, first_episode_id=first_episode_id,
-                                  probe_fn=probe_fn)  # fmt: skip
+                                  probe_fn=probe_fn, record_reward=eval_labels)  # fmt: skip
     rng = np.random.default_rng(seed)
     stats = []
     try:
