@@ -5,11 +5,12 @@ junk trailing bytes that rosbags rejects ("CDR message size mismatch"); the reco
 """
 
 import signal
+import time
 
 import numpy as np
 import pytest
 import rclpy
-from _graph_helpers import Go2Streamer, start_node, stop, wait_for
+from _graph_helpers import DiagnosticsCollector, Go2Streamer, start_node, stop, wait_for
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.serialization import deserialize_message
 from rosbags.highlevel import AnyReader
@@ -32,8 +33,18 @@ def test_recorder_writes_a_bag_all_readers_accept(tmp_path):
         empty_effort = streamer.node.create_publisher(JointState, "joint_states", qos.SENSOR)
         executor = SingleThreadedExecutor(context=context)
         executor.add_node(streamer.node)
+        diagnostics = DiagnosticsCollector(context, executor)
         assert wait_for(streamer.matched, 60, lambda s: executor.spin_once(timeout_sec=s)), \
             (tmp_path / "rec.log").read_text()[-2000:]
+        # Discovery is per direction: the recorder's readers may match the streamer's writers seconds after
+        # the writers saw them, and samples from an unmatched writer are dropped. Stream until it writes.
+        deadline = time.monotonic() + 60
+        while int((diagnostics.find("recorder") or {}).get("written", 0)) == 0 and time.monotonic() < deadline:
+            streamer.step()
+            executor.spin_once(timeout_sec=0.015)
+        executor.spin_once(timeout_sec=1.0)  # let it drain what it queued while catching up
+        time.sleep(1.0)
+        marked_ns = time.time_ns()  # the recorder stamps messages with its (wall) clock on arrival
         for i in range(60):
             streamer.step()
             executor.spin_once(timeout_sec=0.015)  # ~50 Hz, like a robot
@@ -49,15 +60,17 @@ def test_recorder_writes_a_bag_all_readers_accept(tmp_path):
         rclpy.shutdown(context=context)
 
     bag = tmp_path / "bag"
-    counts, lengths = {}, []
+    counts, lengths, counted = {}, [], {}
     with AnyReader([bag]) as reader:
-        for conn, _, raw in reader.messages():
+        for conn, stamp_ns, raw in reader.messages():
             msg = reader.deserialize(raw, conn.msgtype)  # raises on "CDR message size mismatch"
             deserialize_message(bytes(raw), message_class(conn.msgtype))
             counts[conn.topic] = counts.get(conn.topic, 0) + 1
+            if stamp_ns >= marked_ns:  # the 60 steps streamed once the recorder was matched
+                counted[conn.topic] = counted.get(conn.topic, 0) + 1
             if conn.topic == topics.JOINT_STATES:
                 lengths.append(len(msg.effort))
-    assert counts[topics.EXECUTED_COMMAND] >= 45 and counts[topics.HEIGHT_MAP] >= 45, counts
+    assert counted[topics.EXECUTED_COMMAND] >= 45 and counted[topics.HEIGHT_MAP] >= 45, counted
     assert 0 in lengths, "the empty-effort JointStates were recorded and decode"
     from mcap_ros2.reader import read_ros2_messages
     assert sum(1 for f in bag.glob("*.mcap") for _ in read_ros2_messages(str(f))) == sum(counts.values())

@@ -32,7 +32,12 @@ def test_replay_buffer_seals_announces_and_resumes_after_sigkill(tmp_path):
     try:
         streamer, collector = Go2Streamer(context), AnnounceCollector(context, topics.CHUNK_READY)
         assert wait_for(streamer.matched, 60, collector.spin), (tmp_path / "replay1.log").read_text()[-2000:]
-        _stream(streamer, collector, 3 * CHUNK + 7)
+        # Discovery is per direction: the node's readers may match the streamer's writers seconds after the
+        # writers saw them, and samples from an unmatched writer are dropped. Stream until 3 chunks are sealed.
+        deadline = time.monotonic() + 90
+        while len(collector.items) < 3 and time.monotonic() < deadline:
+            _stream(streamer, collector, 5)
+        _stream(streamer, collector, 7)
         assert wait_for(lambda: len(collector.items) >= 3, 20, collector.spin), \
             f"announcements {collector.items}\n{(tmp_path / 'replay1.log').read_text()[-3000:]}"
         shard = out / "shard-replay-0000"
