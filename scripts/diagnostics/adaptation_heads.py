@@ -19,17 +19,16 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
 from simdist_core.checkpoint import load_checkpoint
 from simdist_core.data.dataset import Dataset
 from simdist_core.data.sampler import WindowSampler
-from simdist_core.eval.adaptation import probe_rollout_error
+from simdist_core.eval.adaptation import AdaptationConfig, probe_rollout_error
 from simdist_core.eval.closed_loop import EvalConfig, evaluate
-from simdist_core.training.adapt import FinetuneConfig, finetune_dynamics, fixed_batches
-from simdist_core.training.common import OptimConfig
+from simdist_core.training.adapt import finetune_dynamics, fixed_batches
 from simdist_core.training.trainer import evaluate_loss, finetune_loss_weights
 
 
@@ -73,7 +72,7 @@ def main() -> None:
         return fixed_batches(WindowSampler(Dataset(folder), model.spec, batch_size=64, seed=0), 512, 64, 0)
 
     heldout, labelled = batches(args.experience.parent / "heldout"), batches(args.labelled)
-    cfg = FinetuneConfig(steps=args.steps, batch_size=32, optim=OptimConfig(lr=2e-4, warmup_steps=30, cosine=False))
+    cfg = replace(AdaptationConfig().finetune, steps=args.steps)  # the benchmark's settings, its rounds summed
     finetuned, report = finetune_dynamics(model, Dataset(args.experience), cfg)
     out: dict = {"gate": report.gate.reason, "command": vars(args) | {"json": str(args.json)}}
     for name, m in (("pretrained", model), ("finetuned", finetuned)):

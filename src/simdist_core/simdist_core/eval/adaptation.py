@@ -242,16 +242,10 @@ def summarise(results: dict[str, Any]) -> dict[str, Any]:
             "metric_ratio_vs_zero_shot": last_metric / zero_metric if zero_metric > 0 else None,
             "latent_error_ratio_zero_shot_over_method": zero_err / last_err if last_err > 0 else None,
         }
-        if "probe_error" in res and "probe_error" in zero:  # absent in reports written before it existed
-            last_probe = res["probe_error"][-1]
-            out[method]["probe_error_ratio_zero_shot_over_method"] = (
-                zero["probe_error"][0] / last_probe if last_probe > 0 else None
-            )
-        if "reward_error" in res and "reward_error" in zero:
-            last_reward = res["reward_error"][-1]
-            out[method]["reward_error_ratio_zero_shot_over_method"] = (
-                zero["reward_error"][0] / last_reward if last_reward > 0 else None
-            )
+        for key in ("probe_error", "reward_error"):  # absent in reports written before they existed
+            if key in res and key in zero:
+                last = res[key][-1]
+                out[method][f"{key}_ratio_zero_shot_over_method"] = zero[key][0] / last if last > 0 else None
     return out
 
 
