@@ -18,7 +18,7 @@ def _one_torch_thread():
     yield
     torch.set_num_threads(before)
 
-TERMS = ("consistency", "reward", "value", "bc", "probe")
+TERMS = ("consistency", "reward", "value", "reward_encoded", "value_encoded", "bc", "probe")
 
 
 def make_batch(spec, batch=4, horizon=5, seed=0):
@@ -46,6 +46,8 @@ EXPECTED_PARTS = {
     "consistency": {"encoder", "dynamics"},
     "reward": {"encoder", "dynamics", "reward"},
     "value": {"encoder", "dynamics", "value"},
+    "reward_encoded": {"reward"},  # on stop-grad encoder latents: the heads fit the encoder, never reshape it
+    "value_encoded": {"value"},
     "bc": {"encoder", "policy"},
     "probe": {"probe"},
 }
@@ -68,7 +70,7 @@ def test_gradients_reach_exactly_the_expected_parts(term):
 def test_all_terms_logged_and_weighted_sum():
     torch.manual_seed(0)
     model = WorldModel(UR5E, SMALL)
-    weights = LossWeights(consistency=1, reward=2, value=3, bc=4, probe=5)
+    weights = LossWeights(consistency=1, reward=2, value=3, reward_encoded=6, value_encoded=7, bc=4, probe=5)
     loss, logs = world_model_loss(model, make_batch(UR5E), weights)
     assert set(logs) == {*TERMS, "loss"}
     expected = sum(getattr(weights, t) * logs[t] for t in TERMS)
@@ -84,7 +86,7 @@ def test_masks_remove_invalid_and_perturbed_steps():
     batch["clean_expert"][:] = True
     _, logs = world_model_loss(model, batch)
     # nothing valid: every masked term is exactly 0; probe still counts step 0 of each window
-    assert logs["consistency"] == logs["reward"] == logs["value"] == logs["bc"] == 0.0
+    assert all(logs[t] == 0.0 for t in TERMS if t != "probe")
     assert logs["probe"] > 0
     batch["valid"][:] = True
     batch["clean_expert"][:] = False
@@ -96,11 +98,28 @@ def test_masks_remove_invalid_and_perturbed_steps():
     assert world_model_loss(model, batch)[1]["reward"] == pytest.approx(base, rel=1e-6)
 
 
+def test_head_terms_are_quadratic_near_the_target_and_linear_for_outliers():
+    """A rare exploding penalty must not dominate: the error's cost grows linearly beyond 1 normalised unit."""
+    torch.manual_seed(0)
+    model = WorldModel(GO2, SMALL)
+    batch = make_batch(GO2)
+    weights = LossWeights(consistency=0, reward=1, value=0, reward_encoded=0, value_encoded=0, bc=0, probe=0)
+
+    def reward_loss(offset):
+        shifted = dict(batch, rewards=batch["rewards"].clone())
+        shifted["rewards"][0, 0] += offset * float(model.reward_head.target_std)
+        return world_model_loss(model, shifted, weights)[1]["reward"]
+
+    base = reward_loss(0.0)
+    growth_100, growth_1000 = reward_loss(100.0) - base, reward_loss(1000.0) - base
+    assert growth_1000 == pytest.approx(10 * growth_100, rel=0.05)  # linear, not 100x as MSE would be
+
 def test_dynamics_finetune_batch_needs_only_obs_actions_valid():
     torch.manual_seed(0)
     model = WorldModel(GO2, SMALL)
     batch = {k: v for k, v in make_batch(GO2).items() if k in ("obs", "actions", "valid")}
-    loss, logs = world_model_loss(model, batch, LossWeights(consistency=1, reward=0, value=0, bc=0, probe=0))
+    weights = LossWeights(consistency=1, reward=0, value=0, reward_encoded=0, value_encoded=0, bc=0, probe=0)
+    loss, logs = world_model_loss(model, batch, weights)
     assert set(logs) == {"consistency", "loss"} and loss.item() > 0
 
 
@@ -108,6 +127,7 @@ def test_a_few_adam_steps_lower_the_loss():
     torch.manual_seed(0)
     model = WorldModel(GO2, SMALL)
     batch = make_batch(GO2, batch=8)
+    model.fit_normalizer(rewards=batch["rewards"], values=batch["values"])  # as pretraining does
     optimiser = torch.optim.Adam(model.parameters(), lr=3e-3)
     first = None
     for _ in range(30):

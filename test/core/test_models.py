@@ -115,9 +115,20 @@ def test_fit_normalizer_sets_buffers_and_denormalises():
     torch.testing.assert_close(model.encoder.proprio_std, proprio.std(0, unbiased=False))
     head = model.reward_head
     torch.testing.assert_close(head.denormalize(head.normalize(rewards)), rewards)
-    torch.testing.assert_close(model.value_head.target_mean, rewards.mean() * 10)
+    torch.testing.assert_close(model.value_head.target_mean, rewards.mean() * 10, rtol=0.01, atol=0.01)
+    torch.testing.assert_close(model.value_head.target_std, rewards.std() * 10, rtol=0.02, atol=0.0)
     with pytest.raises(ValueError, match="finite"):
         model.fit_normalizer(rewards=torch.tensor([1.0, float("nan")]))
+
+
+def test_reward_normaliser_ignores_a_rare_exploding_penalty():
+    """One violent fall (-3,630 among rewards of about 1 +- 0.5) must not set the head's scale."""
+    model = _make_model()
+    rewards = torch.randn(5000, generator=torch.Generator().manual_seed(0)) * 0.5 + 1.0
+    rewards[123] = -3630.0
+    model.fit_normalizer(rewards=rewards)
+    assert 0.45 < float(model.reward_head.target_std) < 0.55  # a plain std would be ~51
+    assert 0.95 < float(model.reward_head.target_mean) < 1.05
 
 
 def test_freeze_except_dynamics_leaves_other_parts_bit_identical():

@@ -42,6 +42,11 @@ class LossWeights:
     """Reward MSE on normalised targets."""
     value: float = 1.0
     """Value MSE on normalised targets."""
+    reward_encoded: float = 1.0
+    """Reward head on the encoder's (stop-grad) latents of the visited states: keeps the frozen head valid
+    where a finetuned dynamics model moves its predictions (the head sees both manifolds)."""
+    value_encoded: float = 1.0
+    """Value head on the encoder's (stop-grad) latents, for the same reason."""
     bc: float = 4.0
     """Masked behaviour cloning of the policy prior on clean expert steps."""
     probe: float = 1.0

@@ -169,7 +169,7 @@ def finetune_loss_weights() -> Any:
     """Loss weights with only the latent-consistency term on (the rest are labels a robot lacks)."""
     from simdist_core.models.world_model import LossWeights
 
-    return LossWeights(consistency=1.0, reward=0.0, value=0.0, bc=0.0, probe=0.0)
+    return LossWeights(consistency=1.0, reward=0.0, value=0.0, reward_encoded=0.0, value_encoded=0.0, bc=0.0, probe=0.0)
 
 
 @torch.no_grad()
