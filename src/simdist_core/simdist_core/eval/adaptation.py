@@ -50,7 +50,9 @@ from simdist_core.training.trainer import Batch, evaluate_loss, finetune_loss_we
 
 log = logging.getLogger(__name__)
 
-REWARD_ONLY = LossWeights(consistency=0.0, reward=1.0, value=0.0, reward_encoded=0.0, value_encoded=0.0, bc=0.0, probe=0.0)
+REWARD_ONLY = LossWeights(
+    consistency=0.0, reward=1.0, value=0.0, reward_encoded=0.0, value_encoded=0.0, bc=0.0, probe=0.0
+)
 """Scores only the reward head along predicted latents (``reward_error``)."""
 
 METHODS: dict[str, tuple[str, ...] | None] = {"dynamics_only": ("dynamics",), "full_finetune": ("all",)}
