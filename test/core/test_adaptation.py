@@ -47,8 +47,22 @@ def test_benchmark_cli_reports_all_methods(tmp_path):
         assert res["probe_error"][0] == zero["probe_error"][0] and res["probe_error"][1] > 0
         assert report["summary"][method]["probe_error_ratio_zero_shot_over_method"] > 0
         assert res["reward_error"][0] == zero["reward_error"][0] and res["reward_error"][1] > 0
+        assert res["reward_per_step"][0] == zero["reward_per_step"][0]
+        assert all(isinstance(v, float) and v == v for v in res["reward_per_step"])
+        assert "reward_per_step_minus_zero_shot" in report["summary"][method]
     assert png.stat().st_size > 1000
     assert main(argv) == 2, "a non-empty workdir is refused (experience from two runs must not mix)"
+
+
+def test_point_records_true_reward_per_control_step():
+    from simdist_core.eval.adaptation import point_fields
+
+    # 2 episodes with returns 30 and 10 over 40 and 20 steps: mean return 20, 60 steps -> 40 / 60 per step
+    report = {"episodes": 2, "forward_progress_m": 1.5, "latent_error": 0.1, "probe_error": 0.2, "reward_error": 0.3,
+              "falls": 0.5, "summary": {"mean_return": 20.0, "steps": 60.0, "duration_s": 1.2}}
+    fields = point_fields(report, "forward_progress_m")
+    assert fields["metric"] == 1.5 and fields["falls"] == 0.5 and fields["mean_duration_s"] == 1.2
+    assert fields["reward_per_step"] == pytest.approx(40.0 / 60.0)
 
 
 def test_heldout_labels_belong_to_each_recorded_observation(tmp_path):

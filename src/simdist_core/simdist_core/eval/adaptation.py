@@ -161,9 +161,7 @@ class Benchmark:
         parts = METHODS[method]
         ft_cfg = apply_overrides(cfg.finetune, {"parts": ",".join(parts), "seed": str(cfg.seed)})
         model, shard = copy.deepcopy(self.pretrained), self.workdir / method / "shard-0"
-        out = {"minutes": [0.0], "metric": [zero[metric]], "latent_error": [zero["latent_error"]],
-               "probe_error": [zero["probe_error"]], "reward_error": [zero["reward_error"]], "gate": [None],
-               "falls": [zero.get("falls")], "mean_duration_s": [zero["summary"].get("duration_s")],
+        out = {"minutes": [0.0], **{k: [v] for k, v in point_fields(zero, metric).items()}, "gate": [None],
                "collect_wall_s": [0.0], "finetune_wall_s": [0.0]}  # fmt: skip
         episodes = 0
         for before, minutes in zip(cfg.minutes[:-1], cfg.minutes[1:], strict=True):
@@ -178,12 +176,9 @@ class Benchmark:
             point = self.measure(model)
             log.info("%s @ %.2f min: %s=%.3f latent_error=%.5f gate=%s", method, minutes, metric, point[metric],
                      point["latent_error"], report.gate.reason)  # fmt: skip
-            for key, value in (("minutes", minutes), ("metric", point[metric]), ("latent_error", point["latent_error"]),
-                               ("probe_error", point["probe_error"]), ("reward_error", point["reward_error"]),
-                               ("gate", report.gate.__dict__),
-                               ("falls", point.get("falls")),
-                               ("mean_duration_s", point["summary"].get("duration_s")),
-                               ("collect_wall_s", t1 - t0), ("finetune_wall_s", t2 - t1)):  # fmt: skip
+            fields = {"minutes": minutes, **point_fields(point, metric), "gate": report.gate.__dict__,
+                      "collect_wall_s": t1 - t0, "finetune_wall_s": t2 - t1}  # fmt: skip
+            for key, value in fields.items():
                 out[key].append(value)
         return out
 
@@ -193,11 +188,8 @@ class Benchmark:
         self.build_holdout()
         zero = self.measure(self.pretrained)
         metric = task_metric_name(self.cfg.task)
-        results: dict[str, Any] = {"zero_shot": {"minutes": [0.0], "metric": [zero[metric]],
-                                                 "latent_error": [zero["latent_error"]],
-                                                 "probe_error": [zero["probe_error"]],
-                                                 "reward_error": [zero["reward_error"]], "falls": [zero.get("falls")],
-                                                 "mean_duration_s": [zero["summary"].get("duration_s")]}}
+        zero_shot = {"minutes": [0.0], **{k: [v] for k, v in point_fields(zero, metric).items()}}
+        results: dict[str, Any] = {"zero_shot": zero_shot}
         for method in methods:
             results[method] = self.run_method(method, zero)
         return {"task": self.cfg.task, "metric": metric, "results": results, "summary": summarise(results),
@@ -205,6 +197,23 @@ class Benchmark:
                 "env_overrides": self.env_overrides, "heldout_windows": sum(int(b["actions"].shape[0])
                                                                             for b in self.holdout),
                 "wall_s": time.perf_counter() - start, "torch_threads": torch.get_num_threads()}  # fmt: skip
+
+
+def point_fields(report: dict[str, Any], metric: str) -> dict[str, Any]:
+    """What one evaluation point records: the task metric, the shared yardsticks and episode facts.
+
+    ``reward_per_step`` is the simulator's true reward per control step in the evaluation episodes:
+    the objective the planner maximises, measured, not predicted (it can rise while the task metric
+    falls when the reward ranks another behaviour above the task, e.g. stepping in place over walking).
+    """
+    summary = report["summary"]
+    steps, episodes = summary.get("steps", 0.0), report.get("episodes", 0)
+    return {
+        "metric": report[metric], "latent_error": report["latent_error"], "probe_error": report["probe_error"],
+        "reward_error": report["reward_error"], "falls": report.get("falls"),
+        "mean_duration_s": summary.get("duration_s"),
+        "reward_per_step": summary["mean_return"] * episodes / steps if steps and "mean_return" in summary else None,
+    }  # fmt: skip
 
 
 def probe_rollout_error(model: torch.nn.Module, batches: list[Batch]) -> float:
@@ -248,6 +257,8 @@ def summarise(results: dict[str, Any]) -> dict[str, Any]:
             if key in res and key in zero:
                 last = res[key][-1]
                 out[method][f"{key}_ratio_zero_shot_over_method"] = zero[key][0] / last if last > 0 else None
+        if res.get("reward_per_step", [None])[-1] is not None and zero.get("reward_per_step", [None])[0] is not None:
+            out[method]["reward_per_step_minus_zero_shot"] = res["reward_per_step"][-1] - zero["reward_per_step"][0]
     return out
 
 
@@ -258,18 +269,21 @@ def plot(report: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    keys = [k for k in ("metric", "latent_error", "probe_error", "reward_error") if k in report["results"]["zero_shot"]]
+    zero = report["results"]["zero_shot"]
+    keys = [k for k in ("metric", "latent_error", "probe_error", "reward_error", "reward_per_step")
+            if zero.get(k, [None])[0] is not None]  # fmt: skip
     fig, axes = plt.subplots(1, len(keys), figsize=(4.5 * len(keys), 4))
     last = max(max(r["minutes"]) for r in report["results"].values())
     for method, res in report["results"].items():
         xs = [0.0, last] if method == "zero_shot" else res["minutes"]
         for ax, key in zip(axes, keys, strict=True):
-            ys = [res[key][0]] * 2 if method == "zero_shot" else res[key]
+            ys = [res[key][0]] * 2 if method == "zero_shot" else [float("nan") if v is None else v for v in res[key]]
             ax.plot(xs, ys, "--" if method == "zero_shot" else "-o", label=method)
     axes[0].set_ylabel(report["metric"])
     axes[1].set_ylabel("held-out latent error (MSE)")
     labels = {"probe_error": "held-out probe error (MSE, physical units)",
-              "reward_error": "held-out reward-head error (MSE, normalised)"}  # fmt: skip
+              "reward_error": "held-out reward-head error (MSE, normalised)",
+              "reward_per_step": "true reward per step in evaluation (sim)"}  # fmt: skip
     for ax, key in zip(axes[2:], keys[2:], strict=True):
         ax.set_ylabel(labels[key])
     for ax in axes:
@@ -334,13 +348,14 @@ def main(argv: list[str]) -> int:
 
 def _print_table(report: dict[str, Any]) -> None:
     print(f"{'method':<15} {'minutes':>8} {report['metric']:>20} {'latent_error':>14} {'probe_error':>12} "
-          f"{'reward_error':>13}")  # fmt: skip
+          f"{'reward_error':>13} {'reward/step':>12}")  # fmt: skip
     for method, res in report["results"].items():
         nan = [float("nan")] * len(res["minutes"])
+        per_step = [float("nan") if v is None else v for v in res.get("reward_per_step", nan)]
         rows = zip(res["minutes"], res["metric"], res["latent_error"], res.get("probe_error", nan),
-                   res.get("reward_error", nan), strict=True)  # fmt: skip
-        for m, v, e, p, r in rows:
-            print(f"{method:<15} {m:>8.2f} {v:>20.3f} {e:>14.5f} {p:>12.5f} {r:>13.5f}")
+                   res.get("reward_error", nan), per_step, strict=True)  # fmt: skip
+        for m, v, e, p, r, g in rows:
+            print(f"{method:<15} {m:>8.2f} {v:>20.3f} {e:>14.5f} {p:>12.5f} {r:>13.5f} {g:>12.3f}")
     print(f"wall time {report['wall_s']:.0f} s")
 
 
