@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 DEMOS = {
-    "go2": {"task": "go2/ptfe_slope", "unit": "m forward", "progress": "odom"},
+    "go2": {"task": "go2/foam", "unit": "m forward", "progress": "odom"},  # where adaptation is shown to help
     "ur5e": {"task": "ur5e/peg", "unit": "insertions", "progress": "success"},
 }
 """Robot -> demo task and progress measure."""

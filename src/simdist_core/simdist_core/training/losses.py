@@ -16,9 +16,10 @@ exploding penalty cannot dominate a batch's gradient.
 
 Why the ``*_encoded`` terms: trained on predicted latents alone (TD-MPC2, and the SimDist reference
 code), the heads learn the pretrained dynamics' own prediction manifold. On the Go2 checkpoint that
-shipped before them, the value head's held-out error was 5.5x larger on encoder latents than on
-predicted ones; a dynamics-only finetune moves predictions onto the encoder's latents of the new
-floor, where the frozen heads then misjudged them, and the planner got worse as the model got better.
+shipped before them, the value head's error on its pretraining data was 5.5x larger on encoder
+latents than on predicted ones; a dynamics-only finetune moves predictions onto the encoder's latents
+of the new floor, where the frozen heads then misjudged them, and the planner got worse as the model
+got better.
 A term whose weight is 0 is skipped, and then its batch keys may be absent (dynamics finetuning on
 robot data needs only obs, actions and valid).
 """
