@@ -39,9 +39,9 @@ class LossWeights:
     consistency: float = 1.0
     """Latent consistency: predict(encode(o_t), a) vs stop-grad encode(o_{t+k})."""
     reward: float = 1.0
-    """Reward MSE on normalised targets."""
+    """Reward head on predicted latents (Huber on normalised targets)."""
     value: float = 1.0
-    """Value MSE on normalised targets."""
+    """Value head on predicted latents (Huber on normalised targets)."""
     reward_encoded: float = 1.0
     """Reward head on the encoder's (stop-grad) latents of the visited states: keeps the frozen head valid
     where a finetuned dynamics model moves its predictions (the head sees both manifolds)."""

@@ -1,6 +1,6 @@
 """World-model loss on a ``WindowBatch`` (contract in the project brief / ``data.sampler``).
 
-Terms (MSE, masked means, normalised targets):
+Terms (masked means over normalised targets; MSE, except Huber for the four reward and value terms):
     consistency  predict(encode(o_t), a_t..a_{t+H-1})[k] vs stop-grad encode(o_{t+k+1}).z, mask ``valid``
     reward       reward head on (predicted z_{t+k+1}, a_{t+k}) vs normalised r_{t+k}, mask ``valid``
     value        value head on predicted z_{t+k+1} vs normalised V(s_{t+k+1}), mask ``valid``
