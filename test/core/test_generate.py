@@ -136,7 +136,12 @@ def test_ur5e_generation_records_camera_images(tmp_path):
     assert ds.fields["obs/image"].shape == (*UR5E.image_shape, 3) and ds.fields["obs/image"].dtype == "|u1"
     images = ds.array("obs/image")
     assert images.std() > 0, "rendered camera images should not be blank"
-    assert "obs/height_map" not in ds.fields and "obs/command" not in ds.fields
+    assert "obs/height_map" not in ds.fields and ds.fields["obs/command"].shape == (3,)
+    commands = ds.array("obs/command")
+    # The command (registered fixture pose) is constant within an episode and a few mm from the nominal hole.
+    assert np.all(np.abs(commands[:, :2] - np.array([0.15, -0.5])) < 0.03), commands[:3]
+    episode = ds.array("episode_id")
+    assert all(np.ptp(commands[episode == e], axis=0).max() == 0 for e in np.unique(episode))
     batch = WindowSampler(ds, UR5E, batch_size=4, seed=0).sample()
     assert batch["obs"]["image"].shape == (4, UR5E.horizon + 1, 3, *UR5E.image_shape)
     assert batch["obs"]["image"].dtype == torch.uint8

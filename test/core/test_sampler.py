@@ -167,5 +167,5 @@ def test_contract_shapes_and_dtypes(tmp_path, spec):
 
 def test_missing_required_field_is_named(tmp_path):
     ds = _random_store(tmp_path, UR5E, n_eps=1, length=5)
-    with pytest.raises(KeyError, match="obs/command.*go2"):
+    with pytest.raises(KeyError, match="obs/height_map.*go2"):
         WindowSampler(ds, GO2)

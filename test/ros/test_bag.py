@@ -163,7 +163,8 @@ def test_bag_to_dataset_drops_stale_and_reports_missing(tmp_path):
 
 def test_bag_topic_table_matches_ros_topics():
     assert set(bagmod.SENSOR_TOPICS) <= {topics.JOINT_STATES, topics.IMU, topics.ODOM, topics.HEIGHT_MAP,
-                                         topics.CAMERA_IMAGE, topics.WRENCH, topics.TASK_COMMAND}
+                                         topics.CAMERA_IMAGE, topics.WRENCH, topics.TASK_COMMAND,
+                                         topics.FIXTURE_POSE}
     assert bagmod.EXECUTED_COMMAND_TOPIC == topics.EXECUTED_COMMAND
     assert bagmod._kind("/go2/joint_states") == "joint_states"
     assert bagmod._kind("/camera/image_raw") == "camera_image"
@@ -186,7 +187,7 @@ def _random_sensors(robot, rng):
 def test_replay_observation_equals_encoder_observation(robot):
     """The replay buffer / bag path builds exactly the observation the encoder node builds from the same
     messages (same core proprio function, same gait clock, same default command)."""
-    from simdist_core.data.transitions import TransitionAssembler
+    from simdist_core.data.transitions import DEFAULT_COMMAND, TransitionAssembler
     from simdist_core.robots import get_robot
     from simdist_ros.sensors import joint_names, obs_from_messages, sensors_to_messages
 
@@ -203,13 +204,13 @@ def test_replay_observation_equals_encoder_observation(robot):
                 assembler.on_sensor(kind, msg)
         record = assembler.on_executed_command(np.zeros(spec.action_dim))
         assert record is not None, assembler.dropped
-        command = np.array([0.5, 0.0, 0.0], np.float32)[: spec.command_dim]
+        command = np.array(DEFAULT_COMMAND[robot], np.float32)  # = the config YAMLs' default_command
         latest = {k: v for k, v in messages.items() if k != "foot_contacts"}
         expected = obs_from_messages(spec, latest, names, command, (t_ns - t0) * 1e-9, 0.3)
         np.testing.assert_allclose(record["obs/proprio"], expected["proprio"], rtol=1e-6, atol=1e-6)
+        np.testing.assert_array_equal(record["obs/command"], expected["command"])
         if robot == "go2":
             np.testing.assert_array_equal(record["obs/height_map"], expected["height_map"])
-            np.testing.assert_array_equal(record["obs/command"], expected["command"])
         else:
             np.testing.assert_array_equal(record["obs/image"], expected["image"])
 
@@ -222,9 +223,11 @@ def test_bag_to_dataset_ur5e(tmp_path):
     topic_of = {"joint_states": topics.JOINT_STATES, "odom": topics.ODOM, "wrench": topics.WRENCH,
                 "camera": topics.CAMERA_IMAGE}
     messages, t = [], 1_000_000_000
-    for _ in range(40):
+    for step in range(40):
         for kind, msg in sensors_to_messages("ur5e", _random_sensors("ur5e", rng), joint_names("ur5e"), t).items():
             messages.append((topic_of[kind], t, msg))
+        if step == 20:  # the operator registers the fixture half way: the command switches from the default
+            messages.append((topics.FIXTURE_POSE, t, msgs.make_fixture_pose((0.16, -0.51, 0.1), t)))
         messages.append((topics.EXECUTED_COMMAND, t + 1, msgs.make_float64_array(np.full(4, 0.5))))
         t += 50_000_000  # 20 Hz
     conns = list(DEFAULT_TOPICS["ur5e"] + COMMON_TOPICS)
@@ -232,4 +235,6 @@ def test_bag_to_dataset_ur5e(tmp_path):
     ds = Dataset(bagmod.bag_to_dataset(tmp_path / "bag", tmp_path / "ds", UR5E, fsync=False))
     assert len(ds) == 40 and ds.array("obs/proprio").shape == (40, UR5E.proprio_dim)
     assert ds.array("obs/image").shape == (40, 64, 64, 3) and ds.array("obs/image").dtype == np.uint8
-    assert "obs/command" not in ds.fields
+    commands = ds.array("obs/command")
+    np.testing.assert_allclose(commands[:20], np.tile([0.15, -0.5, 0.0], (20, 1)))
+    np.testing.assert_allclose(commands[20:], np.tile([0.16, -0.51, 0.1], (20, 1)), atol=1e-6)

@@ -80,6 +80,23 @@ def test_wrench_and_twist():
     cmd = msgs.twist_to_command(t)
     assert cmd.dtype == np.float32
     np.testing.assert_allclose(cmd, [0.5, -0.1, 0.2], rtol=1e-6)
+    np.testing.assert_allclose(msgs.task_command_to_array("go2", msgs.make_task_command("go2", cmd, T_NS)), cmd)
+
+
+def test_fixture_pose_command_round_trip_and_rejections():
+    command = np.array([0.16, -0.49, -0.15], np.float32)  # hole x, y (m, base frame), yaw (rad)
+    msg = msgs.make_task_command("ur5e", command, T_NS)
+    assert msg.header.frame_id == "base" and msgs.stamp_to_ns(msg.header.stamp) == T_NS
+    out = msgs.task_command_to_array("ur5e", msg)
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out, command, atol=1e-6)
+    msg.pose.position.y = math.nan
+    with pytest.raises(msgs.MessageError, match="fixture_pose"):
+        msgs.fixture_pose_to_command(msg)
+    zero = msgs.make_fixture_pose(command, T_NS)
+    zero.pose.orientation.w = zero.pose.orientation.z = 0.0  # an all-zero quaternion is not a pose
+    with pytest.raises(msgs.MessageError, match="unit quaternion"):
+        msgs.fixture_pose_to_command(zero)
 
 
 def test_height_map_round_trip_and_rejections():

@@ -7,6 +7,7 @@ late inputs are dropped with a diagnostic, and no latent ever carries the stamp 
 import numpy as np
 import pytest
 from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import PoseStamped
 from node_harness import NodeProcess, Observer, diag_values, every, tiny_world_model, unique_namespace
 from simdist_core.checkpoint import save_checkpoint
 from simdist_core.sim.go2_constants import DEFAULT_POSE_RAD, JOINT_NAMES
@@ -111,6 +112,57 @@ def test_encoder_node_publishes_latents_and_drops_bad_input(tmp_path):
         assert len(latents) == n_latents, (
             f"no latent may be published without fresh input: {diag_values(diags, 'encoder')}"
         )
+    finally:
+        obs.close()
+        rc = node.stop()
+    assert rc == 0, f"encoder_node did not exit cleanly (rc={rc}):\n{node.log()[-3000:]}"
+
+
+@pytest.mark.timeout(240)
+def test_ur5e_encoder_follows_the_registered_fixture_pose(tmp_path):
+    """UR5e's task command is the fixture pose on ``fixture_pose``: it changes the latent; a bad one is ignored."""
+    from simdist_ros.sensors import joint_names
+
+    save_checkpoint(tmp_path / "ckpt", tiny_world_model("ur5e"), version=3)
+    ns = unique_namespace("encoder_ur5e")
+    params = {"checkpoint": str(tmp_path / "ckpt"), "robot": "ur5e", "control_hz": HZ, "diagnostics_period_s": 0.25,
+              "default_command": [0.15, -0.5, 0.0]}  # fmt: skip
+    node = NodeProcess("encoder_node", params, "encoder", ns)
+    obs = Observer(ns)
+    sensors = {"joint_pos": np.array([-1.6, -1.6, 1.9, -1.9, -1.57, 0.0]), "joint_vel": np.zeros(6),
+               "tcp_pos": np.array([0.15, -0.5, 0.12]), "tcp_quat": np.array([0.0, 1.0, 0.0, 0.0]),
+               "wrench": np.zeros(6), "image": np.full((64, 64, 3), 90, np.uint8)}  # the same reading every tick
+    try:
+        latents = obs.collect(Float32MultiArray, topics.LATENT, qos.LATENT(HZ))
+        diags = obs.collect(DiagnosticArray, topics.DIAGNOSTICS, qos.RELIABLE)
+        first = sensors_to_messages("ur5e", sensors, joint_names("ur5e"), 0)
+        pubs = {key: obs.publisher(type(m), topics.CAMERA_IMAGE if key == "camera" else getattr(topics, key.upper()),
+                                   qos.SENSOR) for key, m in first.items()}  # fmt: skip
+        fixture_pub = obs.publisher(PoseStamped, topics.FIXTURE_POSE, qos.RELIABLE)
+
+        def drive():
+            t_ns = obs.node.get_clock().now().nanoseconds
+            for key, msg in sensors_to_messages("ur5e", sensors, joint_names("ur5e"), t_ns).items():
+                pubs[key].publish(msg)
+
+        feed = every(1.0 / HZ, drive)
+
+        def z_after(n_new):  # z of the newest latent once n_new more have arrived (the history is constant)
+            n = len(latents)
+            assert obs.spin_until(lambda: len(latents) >= n + n_new, 60.0, on_spin=feed), node.log()[-3000:]
+            return msgs.latent_to_arrays(latents[-1], {"z": (16,), "context": (51, 16)})[0]["z"]
+
+        z_default = z_after(30)  # the history (25 rows) is full of the same reading
+        np.testing.assert_allclose(z_after(3), z_default, atol=1e-6)
+        fixture_pub.publish(msgs.make_fixture_pose((0.17, -0.52, 0.15), 0))
+        z_moved = z_after(5)
+        assert np.abs(z_moved - z_default).max() > 1e-4, "the fixture pose must reach the model as its command"
+        bad = msgs.make_fixture_pose((0.13, -0.48, 0.0), 0)
+        bad.pose.position.x = float("nan")
+        fixture_pub.publish(bad)
+        assert obs.spin_until(lambda: _int(diags, "bad_task_command") >= 1, 30.0, on_spin=feed), node.log()[-2000:]
+        np.testing.assert_allclose(z_after(3), z_moved, atol=1e-6)  # the bad pose was ignored
+        assert "task command rejected" in node.log()
     finally:
         obs.close()
         rc = node.stop()

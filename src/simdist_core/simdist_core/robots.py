@@ -6,7 +6,8 @@ control rate) is read from here instead of if-chains on robot names.
 
 Observation of one control step (what the real robot's sensors give), a ``dict[str, ndarray]``:
     ``proprio``    float32 (P,)            see ``proprio_fields`` for the layout
-    ``command``    float32 (C,)            task command (Go2: vx, vy, yaw rate); absent if C == 0
+    ``command``    float32 (C,)            task command (Go2: vx, vy, yaw rate; UR5e: registered fixture
+                                           pose x, y in the base frame and yaw); absent if C == 0
     ``height_map`` float32 (Hm, Wm)        Go2 only: terrain height relative to the base, metres
     ``image``      uint8   (Hi, Wi, 3)     UR5e only: RGB camera(s), cameras stacked along width
 
@@ -43,6 +44,11 @@ class RobotSpec:
     """Name of each action component, MuJoCo order."""
     command_dim: int
     """C: task command width (0 = no command)."""
+    command_offset: tuple[float, ...] = ()
+    command_scale: tuple[float, ...] = ()
+    """The encoder feeds ``(command - offset) / scale`` (empty = 0 and 1): fixed constants, not fitted, so
+    the command's meaning never depends on a dataset. UR5e's fixture pose varies by centimetres around
+    a point half a metre away: unscaled, that variation would be invisible next to the offset."""
     history: int
     """T: proprio/action history length fed to the encoder."""
     horizon: int
@@ -68,6 +74,11 @@ class RobotSpec:
             raise ValueError(f"{self.name}: history and horizon must be >= 1, got {self.history=}, {self.horizon=}")
         if self.control_hz <= 0:
             raise ValueError(f"{self.name}: control_hz must be > 0, got {self.control_hz=}")
+        for name in ("command_offset", "command_scale"):
+            if getattr(self, name) and len(getattr(self, name)) != self.command_dim:
+                raise ValueError(f"{self.name}: {name} needs {self.command_dim} values, got {getattr(self, name)}")
+        if any(not s > 0 for s in self.command_scale):
+            raise ValueError(f"{self.name}: command_scale must be > 0, got {self.command_scale}")
 
     @property
     def proprio_dim(self) -> int:
@@ -129,7 +140,9 @@ UR5E = RobotSpec(
     ),
     action_dim=4,
     action_names=("dx", "dy", "dz", "dyaw"),
-    command_dim=0,
+    command_dim=3,  # registered fixture pose: hole centre x, y (m, base frame), yaw (rad); see sim.ur5e_env
+    command_offset=(0.15, -0.5, 0.0),  # the nominal fixture (FixtureConfig.center_m)
+    command_scale=(0.02, 0.02, 0.2),  # the narrow grid's half-range and the yaw range
     history=25,
     horizon=25,
     control_hz=20.0,

@@ -3,7 +3,8 @@
 Graph role (topics relative, see ``simdist_ros.topics``):
     in   ``joint_states``, ``imu``, ``odom`` (Go2: base twist; UR5e: TCP pose in the base frame),
          ``height_map`` (Go2), ``camera/image_raw`` + ``wrench`` (UR5e) — all qos.SENSOR;
-         ``executed_command`` (qos.COMMAND: the action that preceded each observation), ``cmd_vel`` (Go2)
+         ``executed_command`` (qos.COMMAND: the action that preceded each observation), the task command
+         (qos.RELIABLE: ``cmd_vel`` Twist for Go2, ``fixture_pose`` PoseStamped for UR5e)
     out  ``latent`` (Float32MultiArray, qos.LATENT: ``z[D]`` + ``context[S,W]`` + the observation stamp),
          ``/diagnostics``
 
@@ -31,7 +32,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from geometry_msgs.msg import Twist, WrenchStamped
+from geometry_msgs.msg import WrenchStamped
 from nav_msgs.msg import Odometry
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
@@ -69,7 +70,8 @@ class EncoderParams:
     gait_period_s: float
     """Go2 gait clock period (must match the data the model was trained on)."""
     default_command: tuple[float, ...]
-    """Task command used until one arrives on ``cmd_vel`` (Go2: vx, vy, yaw rate)."""
+    """Task command used until one arrives (Go2 ``cmd_vel``: vx, vy, yaw rate; UR5e ``fixture_pose``: the
+    registered hole x, y in the base frame and yaw; set it in the robot's config YAML)."""
     diagnostics_period_s: float
     """Seconds between two diagnostics messages."""
     torch_threads: int
@@ -90,7 +92,8 @@ ROWS = (
     P("reset_jump_rad", 0.5, "Joint jump (rad) between samples that restarts the history", lo=0.01, hi=10.0),
     P("reset_jump_m", 0.3, "Base/TCP jump (m) between samples that restarts the history", lo=0.001, hi=100.0),
     P("gait_period_s", 0.3, "Go2 gait clock period in seconds", lo=0.15, hi=1.5, read_only=True),
-    P("default_command", (0.5, 0.0, 0.0), "Task command until cmd_vel arrives (Go2: vx m/s, vy m/s, yaw rad/s)"),
+    P("default_command", (0.5, 0.0, 0.0),
+      "Task command until one arrives (Go2 cmd_vel: vx m/s, vy m/s, yaw rad/s; UR5e fixture_pose: x m, y m, yaw rad)"),
     P("diagnostics_period_s", 1.0, "Diagnostics period in seconds", lo=0.05, hi=60.0, read_only=True),
     P("torch_threads", 1, "torch intra-op threads", lo=1, hi=64, read_only=True),
 )
@@ -117,7 +120,7 @@ class EncoderNode(Node):
         super().__init__(node_name)
         params = declare_table(self, ROWS, EncoderParams)
         self._tunable = TunableParams(self, ROWS, params, on_change=self._on_params)
-        self._got_cmd_vel = False
+        self._got_command = False
         setup_torch(params.torch_threads)
         path = resolve_checkpoint(params.checkpoint, params.robot)
         self.model, manifest = load_model(path, params.device)
@@ -152,14 +155,15 @@ class EncoderNode(Node):
         self.create_subscription(Float64MultiArray, topics.EXECUTED_COMMAND, self._on_executed,
                                  qos.command(self.control_hz), callback_group=io_group)  # fmt: skip
         if self.spec.command_dim:
-            self.create_subscription(
-                Twist, topics.TASK_COMMAND, self._on_cmd_vel, qos.RELIABLE, callback_group=io_group
-            )
+            topic, msg_type = msgs.TASK_COMMAND_TOPICS[self.spec.name]
+            self.create_subscription(msg_type, topic, self._on_task_command, qos.RELIABLE, callback_group=io_group)
         self._latent_pub = self.create_publisher(Float32MultiArray, topics.LATENT, qos.LATENT(self.control_hz))
         self._diag_pub = self.create_publisher(msgs.DiagnosticArray, topics.DIAGNOSTICS, qos.RELIABLE)
         self.create_timer(1.0 / self.control_hz, self._tick, callback_group=tick_group)
         self.create_timer(params.diagnostics_period_s, self._publish_diagnostics, callback_group=io_group)
-        self.get_logger().info(f"encoder for {self.spec.name} at {self.control_hz:g} Hz, checkpoint {path}")
+        self.get_logger().info(f"encoder for {self.spec.name} at {self.control_hz:g} Hz, checkpoint {path}"
+                               + (f", task command {self._command.tolist()} until one arrives" if self.spec.command_dim
+                                  else ""))
 
     @property
     def params(self) -> EncoderParams:
@@ -180,15 +184,18 @@ class EncoderNode(Node):
             self._skip_log("bad_executed_command", str(exc))
 
     def _on_params(self, params: EncoderParams) -> None:
-        if not self._got_cmd_vel and self.spec.command_dim:
+        if not self._got_command and self.spec.command_dim:
             self._command = np.asarray(params.default_command[: self.spec.command_dim], np.float32)
 
-    def _on_cmd_vel(self, msg: Twist) -> None:
+    def _on_task_command(self, msg: Any) -> None:  # noqa: ANN401  (Twist or PoseStamped)
         try:
-            self._command = msgs.twist_to_command(msg)
-            self._got_cmd_vel = True
-        except msgs.MessageError as exc:
-            self._skip_log("bad_cmd_vel", str(exc))
+            self._command = msgs.task_command_to_array(self.spec.name, msg)
+            self._got_command = True
+        except msgs.MessageError as exc:  # keep the last good command; anything on DDS may publish here
+            with self._lock:
+                self.counts["bad_task_command"] = self.counts.get("bad_task_command", 0) + 1
+            self.get_logger().warning(f"task command rejected, keeping {self._command.tolist()}: {exc}",
+                                      throttle_duration_sec=1.0)
 
     # ---- the tick ----------------------------------------------------------------------------------
     def _tick(self) -> None:

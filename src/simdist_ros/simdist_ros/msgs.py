@@ -24,13 +24,15 @@ import numpy as np
 from builtin_interfaces.msg import Duration as DurationMsg
 from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from geometry_msgs.msg import Point, Twist, WrenchStamped
+from geometry_msgs.msg import Point, PoseStamped, Twist, WrenchStamped
 from nav_msgs.msg import Odometry
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Image, Imu, JointState
 from std_msgs.msg import Float32MultiArray, Float64MultiArray, MultiArrayDimension
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from visualization_msgs.msg import Marker, MarkerArray
+
+from simdist_ros import topics
 
 
 class MessageError(ValueError):
@@ -198,6 +200,54 @@ def wrench_to_array(msg: WrenchStamped) -> np.ndarray:
 def twist_to_command(msg: Twist) -> np.ndarray:
     """Go2 velocity command ``(3,)`` float32: vx (m/s), vy (m/s), yaw rate (rad/s)."""
     return _vector("cmd_vel", [msg.linear.x, msg.linear.y, msg.angular.z], 3, np.float32)
+
+
+def fixture_pose_to_command(msg: PoseStamped) -> np.ndarray:
+    """UR5e task command ``(3,)`` float32 from the registered fixture pose: hole x, y (m, base frame), yaw (rad).
+
+    The same extractor as recorded bags and the replay buffer use (``simdist_core.data.transitions``).
+    """
+    from simdist_core.data.transitions import EXTRACTORS, SensorError
+
+    try:
+        return EXTRACTORS["fixture_pose"](msg, None)["command"]  # the extractor does not read the spec
+    except (SensorError, AttributeError, TypeError) as exc:
+        raise MessageError(f"fixture_pose: {exc}") from exc
+
+
+def make_fixture_pose(command: Sequence[float], t_ns: int, frame_id: str = "base") -> PoseStamped:
+    """PoseStamped of a UR5e task command (x m, y m, yaw rad); z = 0 (the table top)."""
+    x, y, yaw = (float(v) for v in command)
+    msg = PoseStamped()
+    msg.header.stamp = ns_to_stamp(t_ns)
+    msg.header.frame_id = frame_id
+    msg.pose.position.x, msg.pose.position.y = x, y
+    msg.pose.orientation.w, msg.pose.orientation.z = math.cos(yaw / 2), math.sin(yaw / 2)
+    return msg
+
+
+def make_twist_command(command: Sequence[float]) -> Twist:
+    """Twist of a Go2 velocity command (vx, vy, yaw rate)."""
+    twist = Twist()
+    twist.linear.x, twist.linear.y, twist.angular.z = (float(v) for v in command)
+    return twist
+
+
+TASK_COMMAND_TOPICS: dict[str, tuple[str, type]] = {
+    "go2": (topics.TASK_COMMAND, Twist),
+    "ur5e": (topics.FIXTURE_POSE, PoseStamped),
+}
+"""Robot -> (topic, message type) of its task command."""
+
+
+def task_command_to_array(robot: str, msg: Twist | PoseStamped) -> np.ndarray:
+    """The robot's task command ``(C,)`` float32 from its command message (see ``TASK_COMMAND_TOPICS``)."""
+    return twist_to_command(msg) if robot == "go2" else fixture_pose_to_command(msg)
+
+
+def make_task_command(robot: str, command: Sequence[float], t_ns: int) -> Twist | PoseStamped:
+    """The command message of ``robot`` for a task command array (the inverse of ``task_command_to_array``)."""
+    return make_twist_command(command) if robot == "go2" else make_fixture_pose(command, t_ns)
 
 
 # --------------------------------------------------------------------------------------------- Images

@@ -46,6 +46,7 @@ DEFAULT_TOPICS: dict[str, tuple[tuple[str, str], ...]] = {
         (topics.JOINT_STATES, "sensor_msgs/msg/JointState"), (topics.WRENCH, "geometry_msgs/msg/WrenchStamped"),
         (topics.CAMERA_IMAGE, "sensor_msgs/msg/Image"),
         (topics.ODOM, "nav_msgs/msg/Odometry"),  # the TCP pose in the robot base frame (simdist_ros.sensors)
+        (topics.FIXTURE_POSE, "geometry_msgs/msg/PoseStamped"),  # the task command
     ),
 }
 """Per-robot sensor topics; :data:`COMMON_TOPICS` are added for every robot."""
@@ -203,7 +204,7 @@ def _qos_for(topic: str) -> QoSProfile:
 
 
 _SENSOR_TOPICS = {topics.JOINT_STATES, topics.IMU, topics.ODOM, topics.HEIGHT_MAP, topics.CAMERA_IMAGE,
-                  topics.WRENCH, topics.FOOT_CONTACTS, topics.TASK_COMMAND}
+                  topics.WRENCH, topics.FOOT_CONTACTS, topics.TASK_COMMAND, topics.FIXTURE_POSE}
 
 
 class RecorderNode(Node):

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
-from geometry_msgs.msg import Twist, WrenchStamped
+from geometry_msgs.msg import PoseStamped, Twist, WrenchStamped
 from nav_msgs.msg import Odometry
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
@@ -63,6 +63,7 @@ SENSOR_SUBSCRIPTIONS: dict[str, tuple[str, type]] = {
     "camera_image": (topics.CAMERA_IMAGE, Image),
     "wrench": (topics.WRENCH, WrenchStamped),
     "cmd_vel": (topics.TASK_COMMAND, Twist),
+    "fixture_pose": (topics.FIXTURE_POSE, PoseStamped),
 }
 """Sensor kind (``transitions.EXTRACTORS``) -> (topic, message type)."""
 
@@ -100,7 +101,7 @@ PARAMS = (
       lo=0.5, hi=100.0, read_only=True),
     P("max_gap_ticks", 2.5, "Steps further apart than this many periods start a new episode", lo=1.0, hi=1000.0,
       read_only=True),
-    P("default_command", (0.5, 0.0, 0.0), "Go2 task command until cmd_vel arrives (= the encoder's default)",
+    P("default_command", (0.5, 0.0, 0.0), "Task command until one arrives (= the encoder's default_command)",
       read_only=True),
     P("fsync", True, "fsync sealed chunks (leave on; off only for throwaway tests)", read_only=True),
     P("diagnostics_period_s", 1.0, "Diagnostics period in seconds", lo=0.05, hi=60.0, read_only=True),
@@ -149,7 +150,7 @@ class ReplayBufferNode(Node):
         group = MutuallyExclusiveCallbackGroup()
         for kind in (*REQUIRED_SENSORS[self.spec.name], *OPTIONAL_SENSORS[self.spec.name]):
             topic, msg_type = SENSOR_SUBSCRIPTIONS[kind]
-            profile = qos.RELIABLE if kind == "cmd_vel" else _with_depth(qos.SENSOR)
+            profile = qos.RELIABLE if kind in OPTIONAL_SENSORS[self.spec.name] else _with_depth(qos.SENSOR)
             self.create_subscription(msg_type, topic, self._sensor_callback(kind), profile, callback_group=group)
         self.create_subscription(Float64MultiArray, topics.EXECUTED_COMMAND, self._on_executed,
                                  _with_depth(qos.command(self.spec.control_hz)), callback_group=group)

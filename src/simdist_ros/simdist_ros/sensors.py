@@ -82,7 +82,7 @@ def obs_from_messages(
         spec: the robot.
         latest: newest message per key of ``SENSOR_TOPICS[spec.name]``.
         names: joint names in core order.
-        command: (C,) task command (Go2), ignored when C = 0.
+        command: (C,) task command (Go2: velocity; UR5e: registered fixture pose).
         phase_time_s: seconds on the gait clock (Go2).
         gait_period_s: gait clock period (Go2).
 
@@ -107,5 +107,5 @@ def obs_from_messages(
         sensors = {"joint_pos": pos, "joint_vel": vel, "tcp_pos": tcp_pos, "tcp_quat": tcp_quat,
                    "wrench": msgs.wrench_to_array(latest["wrench"])}  # fmt: skip
         image = msgs.rgb8_to_array(latest["camera"], spec.image_shape)  # type: ignore[arg-type]
-        return {"proprio": proprio_from_sensors(sensors), "image": image}
+        return {"proprio": proprio_from_sensors(sensors), "command": np.asarray(command, np.float32), "image": image}
     raise KeyError(f"no sensor mapping for robot {spec.name!r}; valid: {sorted(SENSOR_TOPICS)}")

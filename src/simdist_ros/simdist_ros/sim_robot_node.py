@@ -5,7 +5,8 @@ Graph role (topics relative, see ``simdist_ros.topics``):
     srv  ``estop``, ``reset_estop`` (std_srvs/Trigger)
     out  sensors (qos.SENSOR): ``joint_states``, ``imu``, ``odom``, ``height_map`` (32FC1), ``foot_contacts`` (Go2);
          ``joint_states``, ``odom`` (TCP pose), ``wrench``, ``camera/image_raw`` (rgb8) (UR5e);
-         ``executed_command`` (qos.COMMAND), ``cmd_vel`` (the task's command, Go2), ``/clock``, ``/diagnostics``
+         ``executed_command`` (qos.COMMAND), the task's command as an operator would give it (qos.RELIABLE:
+         ``cmd_vel`` Twist for Go2, ``fixture_pose`` PoseStamped for UR5e), ``/clock``, ``/diagnostics``
 
 The node owns simulated time: it runs on wall time itself (``use_sim_time`` false), steps the env one
 control period per loop in a worker thread, and publishes ``/clock`` so every other node can follow with
@@ -29,7 +30,7 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from geometry_msgs.msg import Twist, WrenchStamped
+from geometry_msgs.msg import WrenchStamped
 from nav_msgs.msg import Odometry
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
@@ -71,7 +72,8 @@ class SimRobotParams:
     reset_on_fall: bool
     """Reset the task when the robot falls (else keep stepping the fallen robot)."""
     publish_task_command: bool
-    """Publish the task's velocity command on ``cmd_vel`` (Go2) as an operator would."""
+    """Publish the task's command as an operator would: Go2 velocity on ``cmd_vel``, UR5e registered fixture
+    pose on ``fixture_pose`` (the env's estimate, a few mm off the true hole)."""
     diagnostics_period_s: float
     """Wall seconds between two diagnostics messages."""
 
@@ -89,7 +91,7 @@ ROWS = (
     P("lockstep", False, "Wait for a command after every step (CPU-independent sim time)"),
     P("lockstep_timeout_s", 2.0, "Lockstep: wall seconds to wait for a command", lo=0.001, hi=600.0),
     P("reset_on_fall", True, "Reset the task when the robot falls"),
-    P("publish_task_command", True, "Publish the task's command on cmd_vel (Go2)"),
+    P("publish_task_command", True, "Publish the task's command (Go2 cmd_vel, UR5e fixture_pose)"),
     P("diagnostics_period_s", 1.0, "Diagnostics period in wall seconds", lo=0.05, hi=60.0, read_only=True),
 )
 
@@ -127,7 +129,8 @@ class SimRobotNode(Node):
         self._exec_pub = self.create_publisher(
             Float64MultiArray, topics.EXECUTED_COMMAND, qos.command(self.spec.control_hz)
         )
-        self._cmd_vel_pub = self.create_publisher(Twist, topics.TASK_COMMAND, qos.RELIABLE)
+        command_topic, command_type = msgs.TASK_COMMAND_TOPICS[self.spec.name]
+        self._task_command_pub = self.create_publisher(command_type, command_topic, qos.RELIABLE)
         self._diag_pub = self.create_publisher(msgs.DiagnosticArray, topics.DIAGNOSTICS, qos.RELIABLE)
         self.create_subscription(Float64MultiArray, topics.COMMAND, self._on_command, qos.command(self.spec.control_hz))
         self._estop_reason = ""
@@ -304,11 +307,9 @@ class SimRobotNode(Node):
         for key, msg in sensors_to_messages(self.spec.name, sensors, self.names, self.sim_ns).items():
             self._pubs[key].publish(msg)
         self._clock_pub.publish(msgs.make_clock(self.sim_ns))
-        command = getattr(self.env, "command", None)
+        command = getattr(self.env, "command" if self.spec.name == "go2" else "fixture_estimate", None)
         if self.spec.command_dim and command is not None and self._tunable.current.publish_task_command:
-            twist = Twist()
-            twist.linear.x, twist.linear.y, twist.angular.z = (float(v) for v in command)
-            self._cmd_vel_pub.publish(twist)
+            self._task_command_pub.publish(msgs.make_task_command(self.spec.name, command, self.sim_ns))
 
     # ---- diagnostics -------------------------------------------------------------------------------
     def _publish_diagnostics(self) -> None:

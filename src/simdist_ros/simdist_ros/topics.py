@@ -13,6 +13,7 @@ CAMERA_IMAGE = "camera/image_raw"  # sensor_msgs/Image rgb8 (UR5e)
 WRENCH = "wrench"  # geometry_msgs/WrenchStamped at the UR5e tool flange
 FOOT_CONTACTS = "foot_contacts"  # std_msgs/Float64MultiArray, contact force norms per foot (Go2)
 TASK_COMMAND = "cmd_vel"  # geometry_msgs/Twist velocity command (Go2)
+FIXTURE_POSE = "fixture_pose"  # geometry_msgs/PoseStamped registered fixture (hole) pose, base frame (UR5e command)
 CLOCK = "/clock"  # rosgraph_msgs/Clock from the simulated robot (absolute: one clock per graph)
 
 # Control. QoS: qos.COMMAND.

@@ -31,6 +31,7 @@ SENSOR_TOPICS: dict[str, str] = {
     "camera/image_raw": "camera_image",
     "wrench": "wrench",
     "cmd_vel": "cmd_vel",
+    "fixture_pose": "fixture_pose",
 }
 """Topic name (as in ``simdist_ros.topics``) -> sensor kind of :data:`transitions.EXTRACTORS`."""
 EXECUTED_COMMAND_TOPIC = "executed_command"

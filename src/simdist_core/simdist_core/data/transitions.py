@@ -17,13 +17,14 @@ Labels: the robot cannot observe the expert's reward/value or the privileged pro
 finetuning needs only observations and actions (latent consistency), so these records store no
 ``reward``, ``value``, ``clean_expert`` or ``priv/probe`` field at all: the window sampler then
 returns zeros/False for them and lists them in ``WindowSampler.missing`` (never fake labels).
-Fields: ``obs/proprio``, ``obs/command`` [Go2], ``obs/height_map`` [Go2], ``obs/image`` [UR5e],
+Fields: ``obs/proprio``, ``obs/command``, ``obs/height_map`` [Go2], ``obs/image`` [UR5e],
 ``action``, ``episode_id`` (int64), ``t_ns`` (int64, observation stamp).
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,9 +41,13 @@ REQUIRED_SENSORS: dict[str, tuple[str, ...]] = {
     "go2": ("joint_states", "imu", "odom", "height_map"),
     "ur5e": ("joint_states", "odom", "wrench", "camera_image"),  # odom = TCP pose in the base frame
 }
-OPTIONAL_SENSORS: dict[str, tuple[str, ...]] = {"go2": ("cmd_vel",), "ur5e": ()}
-DEFAULT_COMMAND: dict[str, tuple[float, ...]] = {"go2": (0.5, 0.0, 0.0), "ur5e": ()}
-"""Task command before the first ``cmd_vel``: the encoder node's ``default_command`` default (a test checks)."""
+COMMAND_SENSOR: dict[str, str] = {"go2": "cmd_vel", "ur5e": "fixture_pose"}
+"""The sensor kind that carries the task command: Go2's velocity command (``geometry_msgs/Twist``), UR5e's
+registered fixture pose (``geometry_msgs/PoseStamped`` in the robot base frame -> x, y, yaw)."""
+OPTIONAL_SENSORS: dict[str, tuple[str, ...]] = {name: (kind,) for name, kind in COMMAND_SENSOR.items()}
+DEFAULT_COMMAND: dict[str, tuple[float, ...]] = {"go2": (0.5, 0.0, 0.0), "ur5e": (0.15, -0.5, 0.0)}
+"""Task command before the first command message: the ``default_command`` of the robot's config YAML
+(Go2: the encoder node's parameter default; UR5e: the nominal fixture, ``FixtureConfig.center_m``)."""
 
 
 class SensorError(ValueError):
@@ -50,7 +55,7 @@ class SensorError(ValueError):
 
 
 def _stamp_ns(msg: Any) -> int:  # noqa: ANN401  (rclpy or rosbags message)
-    if not hasattr(msg, "header"):  # cmd_vel (Twist) has no stamp; it is optional and never staleness-checked
+    if not hasattr(msg, "header"):  # cmd_vel (Twist) has no stamp; commands are optional and never staleness-checked
         return 0
     stamp = msg.header.stamp
     return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
@@ -129,9 +134,20 @@ def _cmd_vel(msg: Any, spec: RobotSpec) -> dict[str, np.ndarray]:  # noqa: ANN40
     return {"command": _finite("cmd_vel", np.array([msg.linear.x, msg.linear.y, msg.angular.z], np.float32))}
 
 
+def _fixture_pose(msg: Any, spec: RobotSpec) -> dict[str, np.ndarray]:  # noqa: ANN401
+    """UR5e task command (3,) float32: the registered hole centre x, y (m, base frame) and its yaw (rad)."""
+    p, q = msg.pose.position, msg.pose.orientation
+    w, x, y, z = (float(v) for v in (q.w, q.x, q.y, q.z))
+    norm = math.sqrt(w * w + x * x + y * y + z * z)
+    if not 0.5 < norm < 1.5:  # NaN fails this too
+        raise SensorError(f"fixture_pose orientation is not a unit quaternion (norm {norm})")
+    yaw = math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
+    return {"command": _finite("fixture_pose", np.array([p.x, p.y, yaw], np.float32))}
+
+
 EXTRACTORS: dict[str, Callable[[Any, RobotSpec], dict[str, np.ndarray]]] = {
     "joint_states": _joint_states, "imu": _imu, "odom": _odom, "height_map": _height_map,
-    "camera_image": _camera, "wrench": _wrench, "cmd_vel": _cmd_vel,
+    "camera_image": _camera, "wrench": _wrench, "cmd_vel": _cmd_vel, "fixture_pose": _fixture_pose,
 }
 """Sensor kind -> extractor (message -> named arrays). Kinds match the names in simdist_ros.topics."""
 
@@ -158,7 +174,8 @@ def _ur5e_observation(sensors: Mapping[str, np.ndarray], t_clock_s: float) -> di
     # The UR5e driver publishes the TCP pose in the robot base frame on odom (simdist_ros.sensors).
     core = {"joint_pos": sensors["joint_pos_rad"], "joint_vel": sensors["joint_vel_rad_s"],
             "tcp_pos": sensors["odom_pos_m"], "tcp_quat": sensors["odom_quat_wxyz"], "wrench": sensors["wrench"]}
-    return {"proprio": ur5e.proprio_from_sensors(core), "image": sensors["image_rgb"]}
+    command = np.asarray(sensors.get("command", DEFAULT_COMMAND["ur5e"]), np.float32)
+    return {"proprio": ur5e.proprio_from_sensors(core), "command": command, "image": sensors["image_rgb"]}
 
 
 OBSERVATIONS: dict[str, Callable[[Mapping[str, np.ndarray], float], dict[str, np.ndarray]]] = {
@@ -193,7 +210,7 @@ class AssemblerConfig:
     max_gap_s: float = 0.1
     """Consecutive steps further apart than this start a new episode."""
     default_command: tuple[float, ...] | None = None
-    """Task command until the first ``cmd_vel`` (the encoder node's ``default_command``); None =
+    """Task command until the first command message (the encoder node's ``default_command``); None =
     :data:`DEFAULT_COMMAND` of the robot."""
 
     def __post_init__(self) -> None:

@@ -38,6 +38,10 @@ class ProprioEncoder(nn.Module):
         t, p, a, w = spec.history, spec.proprio_dim, spec.action_dim, cfg.width
         self.register_buffer("proprio_mean", torch.zeros(p))
         self.register_buffer("proprio_std", torch.ones(p))
+        c = spec.command_dim
+        # Fixed command scaling from the spec; non-persistent, so checkpoints hold no copy that could disagree.
+        self.register_buffer("command_offset", torch.tensor(spec.command_offset or (0.0,) * c), persistent=False)
+        self.register_buffer("command_scale", torch.tensor(spec.command_scale or (1.0,) * c), persistent=False)
         self.proprio_token = nn.Linear(p, w)
         self.action_token = nn.Linear(a, w)
         self.time_embed = nn.Parameter(torch.zeros(2, t, w))  # (kind, T, W): proprio / action rows
@@ -68,7 +72,7 @@ class ProprioEncoder(nn.Module):
         history = self.history_mlp(torch.cat([proprio, actions], dim=-1).flatten(1))  # (B, hidden)
         parts = [history, self.extra_features(obs)]
         if self.spec.command_dim:
-            parts.append(obs["command"])
+            parts.append((obs["command"] - self.command_offset) / self.command_scale)
         z = self.fusion(torch.cat(parts, dim=-1))  # (B, D)
         tokens = [
             self.proprio_token(proprio) + self.time_embed[0],  # (B, T, W)

@@ -4,6 +4,11 @@ One control step = one normalised action (dx, dy, dz, dyaw) at 20 Hz through ``U
 The fixture pose is drawn per episode; "real world" shifts (latency, servo gain, part mass,
 friction) are applied to the compiled model once, at construction.
 
+Observation: ``proprio`` (23,), ``image`` (64, 64, 3) and ``command`` (3,), the fixture pose as a
+cell's operator registers it (hole x, y in the base frame and yaw), ``fixture.estimate_error_m`` off
+the true hole. Without it the model had to locate a 21 mm hole from a 64 px scene camera at
+6.7 mm per pixel; the shipped model trained that way never moved toward the hole (0/24 insertions).
+
 Table-leg threading uses a force model of the thread instead of a screw joint: once the leg tip is
 engaged (deeper than ``engage_depth_m - slip_tol_m``, inside the hole) the thread holds it on the
 helix with an axial spring, centres it with a lateral spring and resists turning with a friction
@@ -50,8 +55,17 @@ class FixtureConfig:
     """Nominal hole centre (x, y) in the base frame."""
     yaw_range_rad: float = 0.2
     """Fixture yaw =U(-r, r)."""
+    estimate_error_m: float = 0.0015
+    """The task command (the fixture pose the operator registered, as on a real cell: taught point or
+    CAD) misses the true hole centre by this much, in a direction =U(0, 2 pi) per episode. More than
+    the 0.5 mm per side of clearance, so the last millimetres are a contact search, not a lookup."""
+    estimate_yaw_error_rad: float = 0.01
+    """Yaw of the registered pose = true yaw +U(-r, r)."""
 
     def __post_init__(self) -> None:
+        if self.estimate_error_m < 0 or self.estimate_yaw_error_rad < 0:
+            raise ValueError(f"fixture estimate errors must be >= 0, got {self.estimate_error_m=}, "
+                             f"{self.estimate_yaw_error_rad=}")
         if self.grid not in GRID_HALF_RANGE_M:
             raise ValueError(f"fixture.grid must be one of {sorted(GRID_HALF_RANGE_M)}, got {self.grid=}")
         if not 0 <= self.yaw_range_rad <= math.pi / 4:
@@ -178,6 +192,7 @@ class UR5eInsertEnv:
         self._queue: deque[np.ndarray] = deque()
         self.fixture_pos = np.zeros(3)
         self.fixture_yaw = 0.0
+        self.fixture_estimate = np.zeros(3, np.float32)
         self.steps = 0
         self.thread_progress_rad = 0.0
         self._prev_yaw = 0.0
@@ -205,6 +220,12 @@ class UR5eInsertEnv:
         self.fixture_pos = np.array([*fx.center_m, 0.0])
         self.fixture_pos[:2] += self._rng.uniform(-half, half, size=2)  # +U(-r, r)
         self.fixture_yaw = float(self._rng.uniform(-fx.yaw_range_rad, fx.yaw_range_rad))  # =U(-r, r)
+        miss = self._rng.uniform(0.0, 2 * math.pi)  # direction of the registration error =U(0, 2 pi)
+        self.fixture_estimate = np.array([
+            self.fixture_pos[0] + fx.estimate_error_m * math.cos(miss),
+            self.fixture_pos[1] + fx.estimate_error_m * math.sin(miss),
+            self.fixture_yaw + self._rng.uniform(-fx.estimate_yaw_error_rad, fx.estimate_yaw_error_rad),  # +U(-r, r)
+        ], np.float32)  # fmt: skip
         start = np.array([*fx.center_m, self.cfg.scene.fixture_height_m + self.cfg.start_height_m])
         start[:2] += self._rng.uniform(-self.cfg.start_noise_m, self.cfg.start_noise_m, size=2)  # +U(-r, r)
         dyaw = float(self._rng.uniform(-self.cfg.start_yaw_noise_rad, self.cfg.start_yaw_noise_rad))  # +U(-r, r)
@@ -326,22 +347,32 @@ class UR5eInsertEnv:
         return self.thread_progress_rad >= self.cfg.thread.turns * 2 * math.pi
 
     def _reward_terms(self, state: dict[str, float]) -> dict[str, float]:
-        """Named, weighted reward terms of this step."""
+        """Named, weighted reward terms of this step.
+
+        The shaping terms (distance, alignment, insertion, thread) are costs: each is 0 at its goal and
+        down to minus its weight away from it, so every step before success costs something and success
+        (+``success``) ends the episode. With them as rewards in [0, w] instead (this env until
+        2026-11-30), the robot hovering near the hole earned ~0.6 per step forever, more than the
+        success that ended the episode: the expert's value labels fell as it inserted (26 in the hole
+        vs 41 at 1-10 cm above it) and the planner learned to fly away from the fixture.
+        """
         w = self.cfg.reward
         goal_depth = self.cfg.success_depth_m if self.cfg.task == "peg" else (
             self.cfg.thread.engage_depth_m + self.cfg.thread.pitch_m * self.cfg.thread.turns)
         dist = math.sqrt(state["lateral_m"] ** 2 + (state["rel_z_m"] + goal_depth) ** 2)
         yaw_term = 1.0 - abs(state["yaw_err_rad"]) / (math.pi / 4)
+        aligned = (1.0 - math.tanh(state["lateral_m"] / w.alignment_scale_m)) * yaw_term  # 1 = aligned
         terms = {
-            "distance": w.distance * (1.0 - math.tanh(dist / w.distance_scale_m)),
-            "alignment": w.alignment * (1.0 - math.tanh(state["lateral_m"] / w.alignment_scale_m)) * yaw_term,
-            "insertion": w.insertion * min(float(state["depth_m"]) / goal_depth, 1.0),
+            "distance": -w.distance * math.tanh(dist / w.distance_scale_m),
+            "alignment": -w.alignment * (1.0 - aligned),
+            "insertion": -w.insertion * (1.0 - min(float(state["depth_m"]) / goal_depth, 1.0)),
             "success": w.success * float(self._success),
             "contact_force": -w.contact_force * min(max(0.0, state["contact_force_n"] - w.force_free_n)
                                                     / w.force_scale_n, 5.0),
         }
         if self.cfg.task == "table_leg":
-            terms["thread"] = w.thread * min(self.thread_progress_rad / (self.cfg.thread.turns * 2 * math.pi), 1.0)
+            turned = min(self.thread_progress_rad / (self.cfg.thread.turns * 2 * math.pi), 1.0)
+            terms["thread"] = -w.thread * (1.0 - turned)
         return terms
 
     # -- observation / privileged ------------------------------------------------------------------
@@ -351,7 +382,7 @@ class UR5eInsertEnv:
 
     def _obs(self) -> dict[str, np.ndarray]:
         raw = self.sim.sensors(image=True)
-        return {"proprio": proprio_from_sensors(raw), "image": raw["image"]}
+        return {"proprio": proprio_from_sensors(raw), "command": self.fixture_estimate.copy(), "image": raw["image"]}
 
     def privileged_state(self) -> dict[str, np.ndarray]:
         """True state for experts, value labels and probes.
@@ -371,6 +402,7 @@ class UR5eInsertEnv:
         return {
             "tcp_pos": raw["tcp_pos"], "tcp_quat": raw["tcp_quat"], "tcp_yaw": np.array(state["yaw_rad"]),
             "fixture_pos": self.fixture_pos.copy(), "fixture_yaw": np.array(self.fixture_yaw),
+            "fixture_estimate": self.fixture_estimate.copy(),
             "insertion_depth": np.array(state["depth_m"]), "lateral_error": np.array(state["lateral_m"]),
             "yaw_error": np.array(state["yaw_err_rad"]), "contact_force": np.array(state["contact_force_n"]),
             "thread_progress": np.array(turns_frac), "target_pos": self.sim.lowlevel.target_pos.copy(),
