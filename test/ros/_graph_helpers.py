@@ -55,7 +55,7 @@ class Go2Streamer:
             "imu": self.node.create_publisher(msgs.Imu, topics.IMU, qos.SENSOR),
             "odom": self.node.create_publisher(msgs.Odometry, topics.ODOM, qos.SENSOR),
             "height_map": self.node.create_publisher(msgs.Image, topics.HEIGHT_MAP, qos.SENSOR),
-            "executed": self.node.create_publisher(msgs.Float64MultiArray, topics.EXECUTED_COMMAND, qos.command(50.0)),
+            "executed": self.node.create_publisher(msgs.Float64MultiArray, topics.EXECUTED_COMMAND, qos.executed(50.0)),
         }
         self.t_ns = 1_000_000_000
         self.i = 0

@@ -139,7 +139,7 @@ class Go2DriverNode(Node):
         self._feet_pub = self.create_publisher(Float64MultiArray, topics.FOOT_CONTACTS, qos.SENSOR)
         self._odom_pub = self.create_publisher(Odometry, topics.ODOM, qos.SENSOR)
         self._exec_pub = self.create_publisher(Float64MultiArray, topics.EXECUTED_COMMAND,
-                                               qos.command(GO2.control_hz))
+                                               qos.executed(GO2.control_hz))
         self._diag_pub = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, qos.RELIABLE)
         self.create_timer(1.0 / p.publish_hz, self._publish, callback_group=outputs)
         self.create_timer(1.0, self._diagnostics, callback_group=outputs)

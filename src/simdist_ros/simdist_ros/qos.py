@@ -23,6 +23,22 @@ def command(control_hz: float) -> QoSProfile:
     )
 
 
+def executed(control_hz: float) -> QoSProfile:
+    """``executed_command``: reliable with a two-tick deadline like ``command``, but keep-last 2 s of ticks.
+
+    It is the record of what the robot did, and the replay buffer, the recorder and bag conversion need
+    every sample (a step without it is dropped). A reliable writer with depth 1 overwrites a sample a
+    slow reader has not acknowledged yet: under load the recorder lost half of a 60-step stream in CI.
+    Readers keep their own profiles; history depth does not affect QoS compatibility.
+    """
+    return QoSProfile(
+        history=HistoryPolicy.KEEP_LAST,
+        depth=max(1, int(round(2.0 * control_hz))),
+        reliability=ReliabilityPolicy.RELIABLE,
+        deadline=Duration(seconds=2.0 / control_hz),
+    )
+
+
 LATENT = command
 """The latent stream has the same contract as commands: newest only, two-tick deadline."""
 

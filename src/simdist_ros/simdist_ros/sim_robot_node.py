@@ -5,8 +5,9 @@ Graph role (topics relative, see ``simdist_ros.topics``):
     srv  ``estop``, ``reset_estop`` (std_srvs/Trigger)
     out  sensors (qos.SENSOR): ``joint_states``, ``imu``, ``odom``, ``height_map`` (32FC1), ``foot_contacts`` (Go2);
          ``joint_states``, ``odom`` (TCP pose), ``wrench``, ``camera/image_raw`` (rgb8) (UR5e);
-         ``executed_command`` (qos.COMMAND), the task's command as an operator would give it (qos.RELIABLE:
-         ``cmd_vel`` Twist for Go2, ``fixture_pose`` PoseStamped for UR5e), ``/clock``, ``/diagnostics``
+         ``executed_command`` (qos.executed: reliable, 2 s of history), the task's command as an operator
+         would give it (qos.RELIABLE: ``cmd_vel`` Twist for Go2, ``fixture_pose`` PoseStamped for UR5e),
+         ``/clock``, ``/diagnostics``
 
 The node owns simulated time: it runs on wall time itself (``use_sim_time`` false), steps the env one
 control period per loop in a worker thread, and publishes ``/clock`` so every other node can follow with
@@ -127,7 +128,7 @@ class SimRobotNode(Node):
             self._pubs[key] = self.create_publisher(msg_type, topic, qos.SENSOR)
         self._clock_pub = self.create_publisher(Clock, topics.CLOCK, QoSProfile(depth=10))
         self._exec_pub = self.create_publisher(
-            Float64MultiArray, topics.EXECUTED_COMMAND, qos.command(self.spec.control_hz)
+            Float64MultiArray, topics.EXECUTED_COMMAND, qos.executed(self.spec.control_hz)
         )
         command_topic, command_type = msgs.TASK_COMMAND_TOPICS[self.spec.name]
         self._task_command_pub = self.create_publisher(command_type, command_topic, qos.RELIABLE)

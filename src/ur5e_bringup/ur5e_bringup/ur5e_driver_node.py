@@ -128,7 +128,7 @@ class Ur5eDriverNode(Node):
         self._wrench_pub = self.create_publisher(WrenchStamped, topics.WRENCH, qos.SENSOR)
         self._odom_pub = self.create_publisher(Odometry, topics.ODOM, qos.SENSOR)
         self._exec_pub = self.create_publisher(Float64MultiArray, topics.EXECUTED_COMMAND,
-                                               qos.command(UR5E.control_hz))
+                                               qos.executed(UR5E.control_hz))
         self._diag_pub = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, qos.RELIABLE)
         self.create_timer(1.0 / p.publish_hz, self._publish, callback_group=outputs)
         self.create_timer(1.0, self._diagnostics, callback_group=outputs)
