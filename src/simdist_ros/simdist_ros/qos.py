@@ -28,7 +28,7 @@ def executed(control_hz: float) -> QoSProfile:
 
     It is the record of what the robot did, and the replay buffer, the recorder and bag conversion need
     every sample (a step without it is dropped). A reliable writer with depth 1 overwrites a sample a
-    slow reader has not acknowledged yet: under load the recorder lost half of a 60-step stream in CI.
+    slow reader has not acknowledged yet (the likely cause of a recorder test that once kept 29 of 60).
     Readers keep their own profiles; history depth does not affect QoS compatibility.
     """
     return QoSProfile(
