@@ -47,10 +47,17 @@ def test_sim_robot_publishes_sensors_and_follows_commands(robot):
         clock = obs.collect(Clock, topics.CLOCK, QoSProfile(depth=10))
         diags = obs.collect(DiagnosticArray, topics.DIAGNOSTICS, qos.RELIABLE)
         cmd_pub = obs.publisher(Float64MultiArray, topics.COMMAND, qos.command(hz))
+        task_topic, task_type = msgs.TASK_COMMAND_TOPICS[robot]
+        task_commands = obs.collect(task_type, task_topic, qos.RELIABLE)
 
         assert obs.spin_until(lambda: all(len(s) >= 5 for s in stores.values()) or not node.alive(), 120.0), (
             f"missing sensor topics: { {t: len(s) for t, s in stores.items()} }\n{node.log()[-3000:]}"
         )
+        # The task's command goes out as an operator would give it (UR5e: the registered fixture pose).
+        assert obs.spin_until(lambda: len(task_commands) >= 3, 30.0)
+        command = msgs.task_command_to_array(robot, task_commands[-1])
+        if robot == "ur5e":  # a few mm from the hole, which is drawn within 2 cm of the nominal fixture
+            assert np.all(np.abs(command[:2] - np.array([0.15, -0.5])) < 0.025), command
         # Every sensor message of one step carries the same sim stamp as /clock; sim time moves forward.
         stamps = [msgs.stamp_to_ns(m.clock) for m in clock]
         assert stamps == sorted(stamps) and stamps[-1] > stamps[0]

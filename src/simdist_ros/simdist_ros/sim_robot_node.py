@@ -308,7 +308,7 @@ class SimRobotNode(Node):
         for key, msg in sensors_to_messages(self.spec.name, sensors, self.names, self.sim_ns).items():
             self._pubs[key].publish(msg)
         self._clock_pub.publish(msgs.make_clock(self.sim_ns))
-        command = getattr(self.env, "command" if self.spec.name == "go2" else "fixture_estimate", None)
+        command = getattr(self.env, "command", None)
         if self.spec.command_dim and command is not None and self._tunable.current.publish_task_command:
             self._task_command_pub.publish(msgs.make_task_command(self.spec.name, command, self.sim_ns))
 

@@ -336,6 +336,11 @@ class UR5eInsertEnv:
         xfrc[:3] = force
         xfrc[3:] = np.cross(arm, force) + np.array([0.0, 0.0, torque_z])
 
+    @property
+    def command(self) -> np.ndarray:
+        """The task command (3,) float32 (the registered fixture pose), as ``Go2Env.command`` is Go2's."""
+        return self.fixture_estimate
+
     def helix_depth_m(self) -> float:
         """Depth the leg tip must be at for the current thread progress (table leg)."""
         th = self.cfg.thread
