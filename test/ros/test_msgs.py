@@ -77,7 +77,7 @@ def test_wrench_and_twist():
     np.testing.assert_allclose(msgs.wrench_to_array(w), [1, 2, 3, 4, 5, 6])
     t = Twist()
     t.linear.x, t.linear.y, t.angular.z = 0.5, -0.1, 0.2
-    cmd = msgs.twist_to_command(t)
+    cmd = msgs.task_command_to_array("go2", t)
     assert cmd.dtype == np.float32
     np.testing.assert_allclose(cmd, [0.5, -0.1, 0.2], rtol=1e-6)
     np.testing.assert_allclose(msgs.task_command_to_array("go2", msgs.make_task_command("go2", cmd, T_NS)), cmd)
@@ -92,11 +92,11 @@ def test_fixture_pose_command_round_trip_and_rejections():
     np.testing.assert_allclose(out, command, atol=1e-6)
     msg.pose.position.y = math.nan
     with pytest.raises(msgs.MessageError, match="fixture_pose"):
-        msgs.fixture_pose_to_command(msg)
+        msgs.task_command_to_array("ur5e", msg)
     zero = msgs.make_fixture_pose(command, T_NS)
     zero.pose.orientation.w = zero.pose.orientation.z = 0.0  # an all-zero quaternion is not a pose
     with pytest.raises(msgs.MessageError, match="unit quaternion"):
-        msgs.fixture_pose_to_command(zero)
+        msgs.task_command_to_array("ur5e", zero)
 
 
 def test_height_map_round_trip_and_rejections():

@@ -197,24 +197,6 @@ def wrench_to_array(msg: WrenchStamped) -> np.ndarray:
     return _vector("wrench", [f.x, f.y, f.z, t.x, t.y, t.z], 6)
 
 
-def twist_to_command(msg: Twist) -> np.ndarray:
-    """Go2 velocity command ``(3,)`` float32: vx (m/s), vy (m/s), yaw rate (rad/s)."""
-    return _vector("cmd_vel", [msg.linear.x, msg.linear.y, msg.angular.z], 3, np.float32)
-
-
-def fixture_pose_to_command(msg: PoseStamped) -> np.ndarray:
-    """UR5e task command ``(3,)`` float32 from the registered fixture pose: hole x, y (m, base frame), yaw (rad).
-
-    The same extractor as recorded bags and the replay buffer use (``simdist_core.data.transitions``).
-    """
-    from simdist_core.data.transitions import EXTRACTORS, SensorError
-
-    try:
-        return EXTRACTORS["fixture_pose"](msg, None)["command"]  # the extractor does not read the spec
-    except (SensorError, AttributeError, TypeError) as exc:
-        raise MessageError(f"fixture_pose: {exc}") from exc
-
-
 def make_fixture_pose(command: Sequence[float], t_ns: int, frame_id: str = "base") -> PoseStamped:
     """PoseStamped of a UR5e task command (x m, y m, yaw rad); z = 0 (the table top)."""
     x, y, yaw = (float(v) for v in command)
@@ -241,8 +223,18 @@ TASK_COMMAND_TOPICS: dict[str, tuple[str, type]] = {
 
 
 def task_command_to_array(robot: str, msg: Twist | PoseStamped) -> np.ndarray:
-    """The robot's task command ``(C,)`` float32 from its command message (see ``TASK_COMMAND_TOPICS``)."""
-    return twist_to_command(msg) if robot == "go2" else fixture_pose_to_command(msg)
+    """The robot's task command ``(C,)`` float32 from its command message (see ``TASK_COMMAND_TOPICS``).
+
+    Go2 ``cmd_vel``: vx (m/s), vy (m/s), yaw rate (rad/s). UR5e ``fixture_pose``: hole x, y (m, base frame),
+    yaw (rad). The same extractors as recorded bags and the replay buffer use (``simdist_core.data.transitions``).
+    """
+    from simdist_core.data.transitions import COMMAND_SENSOR, EXTRACTORS, SensorError
+
+    kind = COMMAND_SENSOR[robot]
+    try:
+        return EXTRACTORS[kind](msg, None)["command"]  # the command extractors do not read the spec
+    except (SensorError, AttributeError, TypeError) as exc:
+        raise MessageError(f"{kind}: {exc}") from exc
 
 
 def make_task_command(robot: str, command: Sequence[float], t_ns: int) -> Twist | PoseStamped:

@@ -7,7 +7,7 @@ friction) are applied to the compiled model once, at construction.
 Observation: ``proprio`` (23,), ``image`` (64, 64, 3) and ``command`` (3,), the fixture pose as a
 cell's operator registers it (hole x, y in the base frame and yaw), ``fixture.estimate_error_m`` off
 the true hole. Without it the model had to locate a 21 mm hole from a 64 px scene camera at
-6.7 mm per pixel; the shipped model trained that way never moved toward the hole (0/24 insertions).
+6.7 mm per pixel; the (retired) model trained that way never moved toward the hole (0/24 insertions).
 
 Table-leg threading uses a force model of the thread instead of a screw joint: once the leg tip is
 engaged (deeper than ``engage_depth_m - slip_tol_m``, inside the hole) the thread holds it on the
@@ -387,7 +387,7 @@ class UR5eInsertEnv:
 
     def _obs(self) -> dict[str, np.ndarray]:
         raw = self.sim.sensors(image=True)
-        return {"proprio": proprio_from_sensors(raw), "command": self.fixture_estimate.copy(), "image": raw["image"]}
+        return {"proprio": proprio_from_sensors(raw), "command": self.command.copy(), "image": raw["image"]}
 
     def privileged_state(self) -> dict[str, np.ndarray]:
         """True state for experts, value labels and probes.
