@@ -169,3 +169,23 @@ def test_missing_required_field_is_named(tmp_path):
     ds = _random_store(tmp_path, UR5E, n_eps=1, length=5)
     with pytest.raises(KeyError, match="obs/height_map.*go2"):
         WindowSampler(ds, GO2)
+
+
+@pytest.mark.parametrize("spec", [GO2, UR5E], ids=lambda s: s.name)
+def test_resident_store_gives_identical_batches(tmp_path, spec):
+    """``resident=True`` (the GPU path; run here on the CPU) gathers the same windows, views share its copy."""
+    ds = _random_store(tmp_path, spec)
+    streamed = WindowSampler(ds, spec, batch_size=5, seed=3)
+    resident = WindowSampler(ds, spec, batch_size=5, seed=3, resident=True)
+    for _ in range(3):
+        a, b = streamed.sample(), resident.sample()
+        flat_a = {**a["obs"], **{k: v for k, v in a.items() if k != "obs"}}
+        flat_b = {**b["obs"], **{k: v for k, v in b.items() if k != "obs"}}
+        assert flat_a.keys() == flat_b.keys()
+        for key in flat_a:
+            assert flat_a[key].dtype == flat_b[key].dtype, key
+            torch.testing.assert_close(flat_a[key], flat_b[key], rtol=0, atol=0, msg=key)
+    train, hold = resident.split(0.3)
+    assert train._resident is resident._resident and hold._resident is resident._resident
+    np.testing.assert_array_equal(hold.sample()["obs"]["proprio"].numpy(),
+                                  streamed.split(0.3)[1].sample()["obs"]["proprio"].numpy())
