@@ -103,7 +103,7 @@ def test_zero_prior_small_budget_cannot_find_it():
     assert np.mean(distances[-8:]) > 0.1
 
 
-@pytest.mark.parametrize("preset", ["reference", "cpu"])
+@pytest.mark.parametrize("preset", ["reference", "cpu", "prior"])
 def test_policy_prior_samples_are_used(preset):
     # a perfect prior is among the candidates, so the plan keeps it (exactly with one elite, nearly with a preset)
     optimum = GOAL.repeat(25, 1)
@@ -113,6 +113,20 @@ def test_policy_prior_samples_are_used(preset):
     np.testing.assert_allclose(result.action, OPTIMUM_A0.numpy(), atol=1e-6)
     first = MPPIPlanner(QuadraticModel(prior=optimum), planner_preset(preset), seed=0).plan_latent(ORIGIN)
     assert np.abs(first.action - OPTIMUM_A0.numpy()).max() < 0.1
+
+
+def test_prior_preset_executes_the_better_of_prior_and_warm_start():
+    optimum = GOAL.repeat(25, 1)
+    optimum[0] = OPTIMUM_A0
+    model = QuadraticModel(prior=optimum)
+    planner = MPPIPlanner(model, planner_preset("prior"), seed=0)
+    first = planner.plan_latent(ORIGIN)  # the prior's plan beats the zero warm start
+    np.testing.assert_allclose(first.action, OPTIMUM_A0.numpy(), atol=1e-6)
+    model.prior = torch.zeros(25, 2)  # the prior turns bad: last tick's plan (now "hold the goal") is kept
+    at_goal = Latent(GOAL[None].clone(), GOAL[None, None].clone())
+    second = planner.plan_latent(at_goal)
+    np.testing.assert_allclose(second.action, GOAL.numpy(), atol=1e-6)
+    assert model.calls == 2 * 2  # per tick: prior + warm start in one rollout, then the chosen mean; no sampling
 
 
 def test_prior_candidates_are_rolled_out_once_per_tick():

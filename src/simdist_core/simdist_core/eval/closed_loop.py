@@ -129,7 +129,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
                         help="planner config override, e.g. --planner num_samples=64 (repeatable)")  # fmt: skip
     parser.add_argument("--episodes", type=int, default=5)
     parser.add_argument("--seconds", type=float, default=0.0, help="cap per episode in simulated seconds (0 = task)")
-    parser.add_argument("--preset", default="cpu", help="planner preset: cpu | reference | checkpoint")
+    parser.add_argument("--preset", default="cpu", help="planner preset: cpu | reference | prior | checkpoint")
     parser.add_argument("--seed", type=int, default=1000)
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
     parser.add_argument("--json", type=Path, help="write the report here")
