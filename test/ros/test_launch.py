@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from simdist_core.planning.mppi import PRESETS
 from simdist_ros.graph import GraphError, load_graph, parse_graph
 from simdist_ros.launcher import GraphProcess, node_command, write_overrides
 from simdist_ros.params import P
@@ -80,6 +81,8 @@ def test_params_file_sections_match_graph_and_tables(robot):
         declared = param_table(node.package, node.executable)
         keys = set(body["ros__parameters"])
         assert keys <= declared, f"{robot}/{section}: params file keys {sorted(keys - declared)} not declared"
+    preset = data["planner"]["ros__parameters"].get("planner_preset", "auto")
+    assert preset in {"auto", "checkpoint", *PRESETS}, f"{robot}: unknown planner_preset {preset!r}"
 
 
 @pytest.mark.parametrize("robot", ROBOTS)

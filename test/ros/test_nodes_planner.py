@@ -219,6 +219,7 @@ def test_build_planner_presets_and_overrides(tmp_path):
     m, manifest = load_model(tmp_path / "with", "cpu")
     assert build_planner(m, manifest, "auto", (), "cpu", 0).cfg == stored  # the checkpoint's config wins
     assert build_planner(m, manifest, "auto", ("iterations=3",), "cpu", 0).cfg.iterations == 3
+    assert build_planner(m, manifest, "prior", (), "cpu", 0).cfg == PRESETS["prior"]  # a named preset wins
     m2, manifest2 = load_model(tmp_path / "without", "cpu")
     assert build_planner(m2, manifest2, "auto", (), "cpu", 0).cfg == PRESETS["cpu"]
     with pytest.raises(KeyError, match="stores no"):
