@@ -81,6 +81,14 @@ def test_dynamics_only_finetune_changes_only_the_dynamics_hash(saved, tmp_path):
     m2 = save_checkpoint(tmp_path / "v2", model, version=2, parent_version=1, parts_changed=("dynamics",))
     m1 = verify_checkpoint(path)
     assert [n for n in PART_NAMES if m1.parts[n] != m2.parts[n]] == ["dynamics"]
+    # Lineage: m2 descends from m1 by a dynamics-only finetune; not from another model, nor when more changed.
+    assert ckpt.descends_from(m2, m1) and ckpt.descends_from(m1, m1)
+    other = save_checkpoint(tmp_path / "other", _make_model(seed=1), version=1)
+    assert not ckpt.descends_from(m2, other) and not ckpt.descends_from(other, m1)
+    assert not ckpt.descends_from(m2, m1, trained=())
+    assert ckpt.descends_from(other, m1, trained=tuple(PART_NAMES))  # all parts trainable: same config suffices
+    bigger = save_checkpoint(tmp_path / "bigger", WorldModel(GO2, WorldModelConfig(latent_dim=32)), version=1)
+    assert not ckpt.descends_from(bigger, m1, trained=tuple(PART_NAMES))
 
 
 def _rewrite_manifest(path, **changes):

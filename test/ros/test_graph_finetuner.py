@@ -70,6 +70,17 @@ def test_finetuner_round_announces_verified_dynamics_only_checkpoint(tmp_path):
         assert collector.items[-1]["version"] == 1 and collector.items[-1].get("resumed") is True
         assert stop(proc, signal.SIGINT) == 0
         assert sorted(p.name for p in out.iterdir()) == ["v0001"]
+
+        # Restart with another model in the same output_dir: its lineage is refused, not resumed or announced.
+        make_checkpoint(tmp_path / "init2", seed=1)
+        collector.items.clear()
+        diag.latest.clear()
+        no_round = {**params, "checkpoint": str(tmp_path / "init2"), "min_new_steps": 100_000}  # only the resume logic
+        proc = start_node("finetuner_node", no_round, tmp_path / "ft3.log")
+        assert wait_for(lambda: diag.find("finetuner"), 60, collector.spin), (tmp_path / "ft3.log").read_text()[-3000:]
+        assert diag.find("finetuner")["parent"].endswith("init2") and not collector.items
+        assert stop(proc, signal.SIGINT) == 0
+        assert "not a dynamics-only descendant" in (tmp_path / "ft3.log").read_text()
     finally:
         if proc.poll() is None:
             stop(proc, signal.SIGKILL)

@@ -250,6 +250,17 @@ def load_checkpoint(path: str | Path, device: torch.device | str = "cpu") -> tup
     return model.to(device).eval(), manifest
 
 
+def descends_from(child: Manifest, root: Manifest, trained: tuple[str, ...] = ("dynamics",)) -> bool:
+    """True when ``child`` can be ``root`` finetuned in ``trained`` parts only.
+
+    Same robot and model config, and every other part bit-identical (part hashes). A finetuner resuming
+    from its output folder uses this to refuse checkpoints left there by another model.
+    """
+    if child.robot != root.robot or child.model_config != root.model_config or set(child.parts) != set(root.parts):
+        return False
+    return all(child.parts[name] == digest for name, digest in root.parts.items() if name not in trained)
+
+
 def verify_checkpoint(path: str | Path) -> Manifest:
     """Full verification (as ``load_checkpoint``, on CPU); safe to run off the control thread.
 

@@ -15,7 +15,9 @@ where ``sha256`` is the manifest's ``weights_sha256``. A failed gate is logged a
 
 Restart: the newest valid checkpoint in ``output_dir`` becomes the parent (announced once, so a
 planner that started from the shipped checkpoint catches up); the newest step count trained on is
-recovered from its manifest.
+recovered from its manifest. Only if it descends from the configured ``checkpoint`` (same config, every
+part but the dynamics bit-identical): checkpoints another model left in ``output_dir`` are logged and
+ignored, so a new shipped model is never swapped for an old lineage (versions still count on above them).
 
 Memory: this process holds no model and no data; it imports torch once to verify its own checkpoints at
 start (~260 MB RSS measured). The worker holds the model and memory-maps the dataset, and exits after each
@@ -189,10 +191,16 @@ class FinetunerNode(Node):
         """Continue from the newest own checkpoint and announce it (a restarted graph catches up)."""
         latest = latest_checkpoint(self.output_dir)
         if latest is not None:
-            from simdist_core.checkpoint import verify_checkpoint
+            from simdist_core.checkpoint import descends_from, verify_checkpoint
 
             version, path = latest
             manifest = verify_checkpoint(path)
+            if not descends_from(manifest, verify_checkpoint(self.parent)):
+                self.get_logger().warning(
+                    f"{path} is not a dynamics-only descendant of {self.parent} (another model or config left it "
+                    f"in {self.output_dir}); starting from {self.parent}. Use a fresh output_dir per model.")
+                self.known_steps = self._steps_on_disk()
+                return
             self.parent = path
             self.trained_upto = int(manifest.extra.get("data_steps", 0))
             self._announce({"path": str(path), "version": version, "parent_version": manifest.parent_version,
