@@ -195,17 +195,16 @@ class FinetunerNode(Node):
 
             version, path = latest
             manifest = verify_checkpoint(path)
-            if not descends_from(manifest, verify_checkpoint(self.parent)):
+            if descends_from(manifest, verify_checkpoint(self.parent)):
+                self.parent = path
+                self.trained_upto = int(manifest.extra.get("data_steps", 0))
+                self._announce({"path": str(path), "version": version, "parent_version": manifest.parent_version,
+                                "sha256": manifest.weights_sha256, "parts_changed": list(manifest.parts_changed),
+                                "gate": (manifest.extra.get("finetune") or {}).get("gate", {}), "resumed": True})
+            else:
                 self.get_logger().warning(
                     f"{path} is not a dynamics-only descendant of {self.parent} (another model or config left it "
                     f"in {self.output_dir}); starting from {self.parent}. Use a fresh output_dir per model.")
-                self.known_steps = self._steps_on_disk()
-                return
-            self.parent = path
-            self.trained_upto = int(manifest.extra.get("data_steps", 0))
-            self._announce({"path": str(path), "version": version, "parent_version": manifest.parent_version,
-                            "sha256": manifest.weights_sha256, "parts_changed": list(manifest.parts_changed),
-                            "gate": (manifest.extra.get("finetune") or {}).get("gate", {}), "resumed": True})
         self.known_steps = self._steps_on_disk()
 
     def _steps_on_disk(self) -> int:

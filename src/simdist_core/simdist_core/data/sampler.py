@@ -100,11 +100,11 @@ class WindowSampler:
             raise ValueError(f"no start row with a valid transition in {dataset.path} (episodes of one row only?)")
         self.starts = eligible
         """(S,) global rows a window may start at."""
-        self._fields = [*required, *(f for f in OPTIONAL_FIELDS if f not in self.missing)]
         self._resident: dict[str, torch.Tensor] | None = None
         if resident:
+            fields = [*required, *(f for f in OPTIONAL_FIELDS if f not in self.missing)]
             self._resident = {f: torch.from_numpy(np.ascontiguousarray(dataset.array(f))).to(self.device)
-                              for f in self._fields}  # fmt: skip
+                              for f in fields}  # fmt: skip
 
     # -- views ----------------------------------------------------------------------------------
 
