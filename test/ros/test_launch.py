@@ -100,7 +100,8 @@ def test_graph_conditions_select_the_right_nodes(robot):
     assert (ROOT / "src" / f"{robot}_bringup" / "rviz" / f"{robot}.rviz").is_file()
     resolved = graph.resolve({"sim": "true", "checkpoint": "/ck"}, share_dir="/x")
     encoder = next(n for n in resolved if n.name == "encoder")
-    assert encoder.parameters == {"use_sim_time": True, "robot": robot, "checkpoint": "/ck"}
+    assert encoder.parameters == {"use_sim_time": True, "robot": robot, "checkpoint": "/ck",
+                                  "wait_for_exteroception": True}
 
 
 def test_graph_errors_are_clear():

@@ -147,6 +147,15 @@ def test_command_conversion():
         msgs.command_to_array(Float64MultiArray(data=[0.0, math.nan, 0.0, 0.0]), 4)
 
 
+def test_stamped_command_carries_its_observation_stamp_and_reads_as_a_plain_command():
+    msg = msgs.make_command(np.array([0.1, -0.2, 0.3, 0.0]), T_NS)
+    assert msgs.command_stamp_ns(msg) == T_NS
+    np.testing.assert_allclose(msgs.command_to_array(msg, 4), [0.1, -0.2, 0.3, 0.0])  # drivers read data only
+    assert msgs.command_stamp_ns(msgs.make_float64_array(np.zeros(4))) is None  # a teleop tool's command
+    msg.layout.dim[0].stride = 2_000_000_000  # nanoseconds out of range: no stamp, not a crash
+    assert msgs.command_stamp_ns(msg) is None
+
+
 def test_latent_round_trip_keeps_exact_stamp_and_shapes():
     z = np.linspace(-1, 1, 64, dtype=np.float32)
     ctx = np.arange(51 * 64, dtype=np.float32).reshape(51, 64)

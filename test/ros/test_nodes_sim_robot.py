@@ -145,3 +145,44 @@ def test_sim_robot_refuses_unknown_task():
         node.stop()
     assert rc == 1
     assert "unknown task 'go2/no_such_task'" in node.log() and "valid tasks" in node.log()
+
+
+@pytest.mark.timeout(240)
+def test_sim_robot_measures_the_observation_to_command_delay():
+    """A stamped command is judged against the observation it answers: answering the newest observation
+    counts as delay 0 (lockstep waits for exactly that command); answering the one before counts as 1."""
+    ns = unique_namespace("delay")
+    params = {"task": "go2/flat", "real_time_factor": 0.0, "lockstep": True, "lockstep_timeout_s": 2.0,
+              "diagnostics_period_s": 0.2}
+    node = NodeProcess("sim_robot_node", params, "sim_robot", ns)
+    obs = Observer(ns)
+    dt_ns = 20_000_000
+    lag = {"periods": 0}
+    try:
+        joints = obs.collect(JointState, topics.JOINT_STATES, qos.SENSOR)
+        diags = obs.collect(DiagnosticArray, topics.DIAGNOSTICS, qos.RELIABLE)
+        cmd_pub = obs.publisher(Float64MultiArray, topics.COMMAND, qos.command(50.0))
+        answered: set[int] = set()
+
+        def answer():  # reply once to each new observation, stamped with it (or with the one before it)
+            if joints:
+                stamp = msgs.stamp_to_ns(joints[-1].header.stamp)
+                if stamp not in answered:
+                    answered.add(stamp)
+                    cmd_pub.publish(msgs.make_command(np.zeros(12), stamp - lag["periods"] * dt_ns))
+
+        def counts():
+            return {k: int(v) for k, v in diag_values(diags, "sim robot").items() if k.startswith("command_delay")}
+
+        assert obs.spin_until(lambda: counts().get("command_delay_periods_0", 0) >= 40 or not node.alive(), 120.0,
+                              on_spin=answer), node.log()[-3000:]
+        assert sum(v for k, v in counts().items() if not k.endswith("_0")) == 0, counts()
+        values = diag_values(diags, "sim robot")
+        assert int(values["fresh_command_steps"]) >= 40 and int(values["unstamped_command_steps"]) == 0
+
+        lag["periods"] = 1  # now answer one period late: lockstep times out and applies it, counted as delay 1
+        assert obs.spin_until(lambda: counts().get("command_delay_periods_1", 0) >= 3, 60.0, on_spin=answer), counts()
+    finally:
+        obs.close()
+        rc = node.stop()
+    assert rc == 0, node.log()[-3000:]

@@ -8,8 +8,8 @@ import time
 
 import pytest
 from rclpy.exceptions import InvalidHandle
-from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
+from simdist_ros.runtime import CountingExecutor
 
 from simdist_ros import runtime
 
@@ -24,7 +24,7 @@ def restore_signals():
 
 def test_invalid_handle_during_shutdown_is_a_clean_exit(monkeypatch, restore_signals):
     released = threading.Event()
-    original_shutdown = MultiThreadedExecutor.shutdown
+    original_shutdown = CountingExecutor.shutdown
 
     def spin(self):  # what rclpy does when shutdown destroys a handle the waiting spin still uses
         released.wait(10.0)
@@ -35,8 +35,8 @@ def test_invalid_handle_during_shutdown_is_a_clean_exit(monkeypatch, restore_sig
         time.sleep(0.05)
         return original_shutdown(self, timeout_sec)
 
-    monkeypatch.setattr(MultiThreadedExecutor, "spin", spin)
-    monkeypatch.setattr(MultiThreadedExecutor, "shutdown", shutdown)
+    monkeypatch.setattr(CountingExecutor, "spin", spin)
+    monkeypatch.setattr(CountingExecutor, "shutdown", shutdown)
     timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGTERM))
     timer.start()
     assert runtime.run_node(lambda: Node("run_node_clean_exit"), []) == 0
@@ -47,5 +47,34 @@ def test_invalid_handle_while_running_is_a_failure(monkeypatch, restore_signals)
     def spin(self):
         raise InvalidHandle("a handle destroyed under a running node")
 
-    monkeypatch.setattr(MultiThreadedExecutor, "spin", spin)
+    monkeypatch.setattr(CountingExecutor, "spin", spin)
     assert runtime.run_node(lambda: Node("run_node_failure"), []) == 1
+
+
+def test_default_executor_counts_passes_and_callbacks(monkeypatch):
+    """The default executor is the single-threaded one that reports wake-ups per executed callback."""
+    import rclpy
+
+    monkeypatch.delenv("SIMDIST_EXECUTOR", raising=False)
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        executor = runtime.make_executor(context=context)
+        assert isinstance(executor, CountingExecutor)
+        node = Node("counting_executor", context=context)
+        fired = []
+        node.create_timer(0.01, lambda: fired.append(1))
+        executor.add_node(node)
+        for _ in range(20):
+            executor.spin_once(timeout_sec=0.2)
+        assert executor.callbacks == len(fired) > 0
+        assert executor.passes >= executor.callbacks
+        executor.shutdown()
+        node.destroy_node()
+    finally:
+        rclpy.shutdown(context=context)
+
+
+def test_unknown_executor_is_a_clear_error():
+    with pytest.raises(ValueError, match="valid: single, events, multi"):
+        runtime.make_executor("threads")

@@ -13,6 +13,13 @@ every tick instead of only z, so the planner needs no copy of the encoder or the
 encoder node is the only place observations become latents. 13 KB per tick is small for loopback DDS
 (shared/notes/environment.md: ~1 ms round trips for small messages; not measured separately for latents).
 
+Timing: the node encodes as soon as a step's sensor bundle is complete (every sensor topic has a message
+stamped at or after the newest ``joint_states`` not yet encoded; with ``wait_for_exteroception`` false the
+height map / camera need only be within their age limit, for robots whose exteroception runs slower than
+the control rate), so the planner, which plans on each latent, answers an observation within one control
+period. A control-rate timer catches a step whose bundle never completes (a sensor that stopped): it
+encodes the newest ``joint_states`` sample with whatever else is fresh enough, or says why it cannot.
+
 Subscriptions only store the newest raw message; the tick validates and converts them. Any missing,
 late (older than ``max_input_age_ticks`` periods; ``max_image_age_ticks`` for the height map / camera, which
 real robots often produce at a lower rate), non-finite or mis-shaped input skips the tick: no
@@ -43,7 +50,7 @@ from std_msgs.msg import Float32MultiArray, Float64MultiArray
 from simdist_ros import msgs, qos, topics
 from simdist_ros.model_swap import load_model
 from simdist_ros.params import P, TunableParams, declare_table
-from simdist_ros.runtime import TickStats, manifest_get, resolve_checkpoint, run_node, setup_torch
+from simdist_ros.runtime import TickStats, executor_counts, manifest_get, resolve_checkpoint, run_node, setup_torch
 from simdist_ros.sensors import SENSOR_TOPICS, joint_names, obs_from_messages
 
 
@@ -63,6 +70,9 @@ class EncoderParams:
     """A proprioceptive sample older than this many control periods is late -> skip."""
     max_image_age_ticks: float
     """Height map / camera age limit in control periods (exteroception may run slower)."""
+    wait_for_exteroception: bool
+    """Encode a step only once its height map / camera with the same stamp has arrived (a simulator that
+    publishes every sensor per step); false: use the newest one within its age limit (a slower camera)."""
     reset_jump_rad: float
     """A joint moving more than this between two samples means an episode reset: restart the history."""
     reset_jump_m: float
@@ -89,6 +99,8 @@ ROWS = (
     P("control_hz", 0.0, "Tick rate in Hz; 0 = the robot spec's rate", lo=0.0, hi=1000.0, read_only=True),
     P("max_input_age_ticks", 3.0, "Proprio age limit (control periods)", lo=1.0, hi=100.0),
     P("max_image_age_ticks", 10.0, "Height map / camera age limit (control periods)", lo=1.0, hi=1000.0),
+    P("wait_for_exteroception", True, "Encode only once the step's height map / camera arrived (false: "
+      "the newest within its age limit, for slower exteroception)"),
     P("reset_jump_rad", 0.5, "Joint jump (rad) between samples that restarts the history", lo=0.01, hi=10.0),
     P("reset_jump_m", 0.3, "Base/TCP jump (m) between samples that restarts the history", lo=0.001, hi=100.0),
     P("gait_period_s", 0.3, "Go2 gait clock period in seconds", lo=0.15, hi=1.5, read_only=True),
@@ -148,18 +160,22 @@ class EncoderNode(Node):
         self._last_skip_kind = ""
         self._input_age_s = float("nan")
 
+        # The sensor callbacks encode, so they share the tick's group (relevant to a multi-threaded executor
+        # only). The executed command and the task command are subscribed FIRST: an executor handles the
+        # messages one wait returns in subscription order, and the driver publishes the executed action
+        # before the sensors it precedes, so the step's action is in place when its bundle completes.
         tick_group, io_group = MutuallyExclusiveCallbackGroup(), MutuallyExclusiveCallbackGroup()
-        for key in SENSOR_TOPICS[self.spec.name]:
-            topic = topics.CAMERA_IMAGE if key == "camera" else getattr(topics, key.upper())
-            self.create_subscription(_MSG_TYPES[key], topic, self._store(key), qos.SENSOR, callback_group=io_group)
         self.create_subscription(Float64MultiArray, topics.EXECUTED_COMMAND, self._on_executed,
-                                 qos.command(self.control_hz), callback_group=io_group)  # fmt: skip
+                                 qos.command(self.control_hz), callback_group=tick_group)  # fmt: skip
         if self.spec.command_dim:
             topic, msg_type = msgs.TASK_COMMAND_TOPICS[self.spec.name]
-            self.create_subscription(msg_type, topic, self._on_task_command, qos.RELIABLE, callback_group=io_group)
+            self.create_subscription(msg_type, topic, self._on_task_command, qos.RELIABLE, callback_group=tick_group)
+        for key in SENSOR_TOPICS[self.spec.name]:
+            topic = topics.CAMERA_IMAGE if key == "camera" else getattr(topics, key.upper())
+            self.create_subscription(_MSG_TYPES[key], topic, self._store(key), qos.SENSOR, callback_group=tick_group)
         self._latent_pub = self.create_publisher(Float32MultiArray, topics.LATENT, qos.LATENT(self.control_hz))
         self._diag_pub = self.create_publisher(msgs.DiagnosticArray, topics.DIAGNOSTICS, qos.RELIABLE)
-        self.create_timer(1.0 / self.control_hz, self._tick, callback_group=tick_group)
+        self.create_timer(1.0 / self.control_hz, self._tick, callback_group=tick_group)  # catches incomplete bundles
         self.create_timer(params.diagnostics_period_s, self._publish_diagnostics, callback_group=io_group)
         self.get_logger().info(f"encoder for {self.spec.name} at {self.control_hz:g} Hz, checkpoint {path}"
                                + (f", task command {self._command.tolist()} until one arrives" if self.spec.command_dim
@@ -174,8 +190,30 @@ class EncoderNode(Node):
     def _store(self, key: str) -> Any:  # noqa: ANN401  (a subscription callback)
         def callback(msg: Any) -> None:  # noqa: ANN401
             self._latest[key] = msg
+            if self._bundle_complete():
+                self._tick()
 
         return callback
+
+    def _bundle_complete(self) -> bool:
+        """True when a new ``joint_states`` sample has arrived together with every other proprio topic.
+
+        Stamps are read without validation (a malformed message simply never completes a bundle; the
+        watchdog timer then reports it through the usual checks).
+        """
+        joints = self._latest.get("joint_states")
+        if joints is None:
+            return False
+        try:
+            t_ns = msgs.stamp_to_ns(joints.header.stamp)
+            if t_ns == self._last_obs_ns:
+                return False
+            lagging_ok = () if self.params.wait_for_exteroception else _EXTERO
+            return all(key in self._latest and (key in lagging_ok
+                                                or msgs.stamp_to_ns(self._latest[key].header.stamp) >= t_ns)
+                       for key in SENSOR_TOPICS[self.spec.name])
+        except (AttributeError, TypeError, ValueError):
+            return False
 
     def _on_executed(self, msg: Float64MultiArray) -> None:
         try:
@@ -308,6 +346,7 @@ class EncoderNode(Node):
             "deadline_misses": self.stats.deadline_misses,
             "input_age_s": self._input_age_s,
             **counts,
+            **executor_counts(),
         }
         level = "warn" if self._last_skip else "ok"
         message = self._last_skip or f"encoding at {self.control_hz:g} Hz"

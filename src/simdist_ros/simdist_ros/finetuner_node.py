@@ -47,7 +47,7 @@ from std_msgs.msg import String
 
 from simdist_ros import msgs, qos, topics
 from simdist_ros.params import P, declare_table
-from simdist_ros.runtime import resolve_checkpoint, run_node
+from simdist_ros.runtime import executor_counts, resolve_checkpoint, run_node
 
 _VERSION_DIR = re.compile(r"^v(\d+)$")
 
@@ -69,9 +69,12 @@ class FinetunerParams:
     max_rounds: int
     torch_threads: int
     nice: int
+    cpu_policy: str
     check_period_s: float
 
     def __post_init__(self) -> None:
+        if self.cpu_policy not in CPU_POLICIES:
+            raise ValueError(f"cpu_policy must be one of {CPU_POLICIES}, got {self.cpu_policy=!r}")
         if not self.replay_dir or not self.output_dir:
             raise ValueError(f"replay_dir and output_dir must be set, got {self.replay_dir=!r}, {self.output_dir=!r}")
 
@@ -91,9 +94,34 @@ PARAMS = (
     P("torch_threads", 1, "torch threads in the worker process", lo=1, hi=64, read_only=True),
     P("nice", 10, "Priority decrease of the worker process (the planner keeps its core)", lo=0, hi=19,
       read_only=True),
+    P("cpu_policy", "idle", "Worker CPU scheduling: idle (Linux SCHED_IDLE: only CPU time the control loop "
+      "leaves) or nice (the nice value alone)", read_only=True),
     P("check_period_s", 1.0, "How often to check for data and finished rounds (s)", lo=0.05, hi=60.0, read_only=True),
 )
 """The node's parameter table."""
+
+
+CPU_POLICIES = ("idle", "nice")
+"""How the worker process shares the CPU with the control loop (see :func:`lower_priority`)."""
+
+
+def lower_priority(policy: str, nice: int) -> str:
+    """Put the calling process behind the control loop; returns the policy actually in force.
+
+    ``idle``: Linux ``SCHED_IDLE``, the scheduler runs the process only on CPU time no normal process
+    wants, so on a 2-core machine the encoder, planner and simulator keep their ticks whatever the
+    finetuner does (a nice value only weights the share: at nice 10 the worker still took CPU the
+    planner needed, and ticks were lost). It needs no privileges. Where it is unavailable (not Linux),
+    the nice value is the fallback, and the policy returned says so.
+    """
+    os.nice(int(nice))
+    if policy == "idle" and hasattr(os, "SCHED_IDLE"):
+        try:
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+            return "idle"
+        except OSError:
+            pass
+    return "nice"
 
 
 def latest_checkpoint(output_dir: Path) -> tuple[int, Path] | None:
@@ -116,9 +144,9 @@ def run_round(job: dict[str, Any]) -> dict[str, Any]:
 
     Args:
         job: ``parent`` checkpoint, ``replay_dir``, ``output_dir``, ``config`` (FinetuneConfig fields),
-            ``torch_threads``, ``nice``.
+            ``torch_threads``, ``nice``, ``cpu_policy``.
     """
-    os.nice(int(job["nice"]))
+    policy = lower_priority(job.get("cpu_policy", "nice"), int(job["nice"]))
     import torch
 
     torch.set_num_threads(int(job["torch_threads"]))
@@ -133,7 +161,8 @@ def run_round(job: dict[str, Any]) -> dict[str, Any]:
     data = Dataset(job["replay_dir"], verify="open", on_corrupt="skip")
     new, report = finetune_dynamics(model, data, FinetuneConfig(**job["config"]))
     result: dict[str, Any] = {"data_steps": int(data.n_steps), "report": report.to_json(), "gate": asdict(report.gate),
-                              "parent_version": int(manifest.version)}
+                              "parent_version": int(manifest.version), "cpu_policy": policy,
+                              "wall_s": time.perf_counter() - t0}
     if not report.gate.passed:
         return result
     version = max(int(manifest.version), _max_version(Path(job["output_dir"]))) + 1
@@ -240,7 +269,8 @@ class FinetunerNode(Node):
         config = {"steps": p.steps_per_round, "batch_size": p.batch_size, "holdout_fraction": p.holdout_fraction,
                   "min_improvement": p.min_improvement, "recent_steps": p.recent_steps, "seed": self.rounds}
         job = {"parent": str(self.parent), "replay_dir": str(self.replay_dir), "output_dir": str(self.output_dir),
-               "config": config, "torch_threads": p.torch_threads, "nice": p.nice}
+               "config": config, "torch_threads": p.torch_threads, "nice": p.nice,
+               "cpu_policy": p.cpu_policy}
         self.rounds += 1
         self._round_steps = self.known_steps
         self.get_logger().info(f"round {self.rounds}: finetuning {self.parent.name} on {self.known_steps} steps")
@@ -278,7 +308,11 @@ class FinetunerNode(Node):
 
     def _publish_diagnostics(self) -> None:
         values = {"rounds": self.rounds, "running": self._future is not None, "known_steps": self.known_steps,
-                  "trained_upto": self.trained_upto, "parent": str(self.parent), **self.counts}
+                  "trained_upto": self.trained_upto, "parent": str(self.parent), **self.counts,
+                  **executor_counts()}
+        if self.last_result:  # what the last round cost: its wall time under the worker's CPU policy
+            values.update(last_round_wall_s=round(float(self.last_result.get("wall_s", float("nan"))), 2),
+                          cpu_policy=self.last_result.get("cpu_policy", "?"))
         level = "error" if self.counts["errors"] else "ok"
         status = msgs.make_status(f"{self.get_name()}: finetuner", level, f"parent {self.parent.name}", values)
         self._diag_pub.publish(msgs.make_diagnostics([status], self.get_clock().now().nanoseconds))

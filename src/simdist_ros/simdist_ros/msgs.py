@@ -12,6 +12,12 @@ Latent wire format (``std_msgs/Float32MultiArray`` on ``topics.LATENT``):
     ``layout.dim[1:]`` one per named block, label ``"<name>[d0,d1,...]"`` (the block's shape),
                        ``size`` = number of elements, ``stride`` = 0 (unused). Blocks are concatenated
                        row-major in ``data`` in dim order, e.g. ``z[64]`` then ``context[51,64]``.
+
+Command wire format (``std_msgs/Float64MultiArray`` on ``topics.COMMAND``): ``data`` = the normalised
+action, as any forward-command publisher sends it. The planner adds ``layout.dim[0]`` labelled
+``"stamp"`` (same encoding as the latent) = the stamp of the observation the command was computed from,
+so the robot can measure the observation-to-actuation delay; consumers read ``data`` only, and a command
+without the stamp (a teleop tool, ``ros2 topic pub``) is just as valid.
 """
 
 from __future__ import annotations
@@ -299,6 +305,22 @@ def rgb8_to_array(msg: Image, shape: tuple[int, int]) -> np.ndarray:
 def make_float64_array(values: np.ndarray) -> Float64MultiArray:
     """A flat Float64MultiArray (commands, foot contacts)."""
     return Float64MultiArray(data=[float(v) for v in np.ravel(values)])
+
+
+def make_command(action: np.ndarray, obs_t_ns: int) -> Float64MultiArray:
+    """A forward command stamped with the observation it was computed from (see the module docstring)."""
+    msg = make_float64_array(action)
+    stamp = ns_to_stamp(obs_t_ns)
+    msg.layout.dim.append(MultiArrayDimension(label="stamp", size=stamp.sec, stride=stamp.nanosec))
+    return msg
+
+
+def command_stamp_ns(msg: Float64MultiArray) -> int | None:
+    """The observation stamp a command carries, or None for an unstamped (or malformed-stamp) command."""
+    dims = list(msg.layout.dim)
+    if not dims or dims[0].label != "stamp" or dims[0].stride >= 1_000_000_000:
+        return None
+    return int(dims[0].size) * 1_000_000_000 + int(dims[0].stride)
 
 
 def command_to_array(msg: Float64MultiArray, action_dim: int) -> np.ndarray:

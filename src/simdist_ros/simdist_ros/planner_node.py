@@ -1,13 +1,21 @@
-"""Planner node: MPPI on the latest latent at the control rate, with live model hot swap.
+"""Planner node: MPPI on each new latent as it arrives, with live model hot swap.
 
 Graph role (topics relative, see ``simdist_ros.topics``):
     in   ``latent`` (Float32MultiArray, qos.LATENT), ``model/update`` (String JSON, qos.ANNOUNCE)
-    out  ``joint_command`` (Float64MultiArray, qos.COMMAND), ``plan`` (JointTrajectory), ``predicted_rollout``
-         (MarkerArray), ``/diagnostics`` (DiagnosticArray)
+    out  ``joint_command`` (Float64MultiArray, qos.COMMAND, stamped with the observation it answers),
+         ``plan`` (JointTrajectory), ``predicted_rollout`` (MarkerArray), ``/diagnostics`` (DiagnosticArray)
 
-Threads: the control timer sits alone in a mutually exclusive callback group; subscriptions and the
-diagnostics timer sit in a second group; a ``ModelSwapper`` worker thread verifies and loads announced
-checkpoints. The tick never blocks on I/O: it swaps a reference between two plans.
+Timing: the planner plans when a latent arrives (the encoder encodes when a step's sensors are complete),
+so a command answers the newest observation as soon as the CPU allows: the delay from observation to
+command is encode + plan + two DDS hops, under one 20 ms control period on this project's 2-core machine,
+which is the delay the in-process evaluation has (none: the action acts on the state it was planned from).
+Planning on a free-running timer instead let the timer phase add up to a period (the command answered the
+previous step's latent) that the model never saw in training. A control-rate timer remains as a watchdog:
+if no command went out for 1.5 periods it plans on the latest latent or, when that is stale, holds.
+
+Threads: one single-threaded executor (``runtime.run_node``) runs the latent callback, the watchdog
+timer and diagnostics; a ``ModelSwapper`` worker thread verifies and loads announced checkpoints. A tick
+never blocks on I/O: it swaps a reference between two plans.
 
 Safety: no latent yet, a latent older than ``stale_ticks`` control periods, a planner exception or a
 non-finite action -> the hold action (zeros = default pose / no motion), counted and reported.
@@ -34,7 +42,7 @@ from visualization_msgs.msg import MarkerArray
 from simdist_ros import msgs, qos, topics
 from simdist_ros.model_swap import ModelSwapper, build_planner, load_model
 from simdist_ros.params import P, TunableParams, declare_table
-from simdist_ros.runtime import TickStats, manifest_get, resolve_checkpoint, run_node, setup_torch
+from simdist_ros.runtime import TickStats, executor_counts, manifest_get, resolve_checkpoint, run_node, setup_torch
 from simdist_ros.sensors import BASE_FRAME
 
 
@@ -118,15 +126,19 @@ class PlannerNode(Node):
         self._hold = np.zeros(self.spec.action_dim)
         self._latent_dim, self._width = model.cfg.latent_dim, model.cfg.width
         self._latest: tuple[dict[str, np.ndarray], int] | None = None
+        self._last_latent_tick_ns: int | None = None  # ROS time of the last tick a latent started (watchdog)
+        self._planned_obs_ns: int | None = None  # observation stamp the last plan answered
         self._lock = threading.Lock()
         self.counts = dict.fromkeys(
-            ("commands", "holds_no_latent", "holds_stale", "planner_errors", "planner_fallbacks", "bad_latents",
-             "latent_deadline_missed", "command_deadline_missed"),
+            ("commands", "plans", "watchdog_ticks", "holds_no_latent", "holds_stale", "planner_errors",
+             "planner_fallbacks", "bad_latents", "latent_deadline_missed", "command_deadline_missed"),
             0,
         )  # fmt: skip
         self._last_hold_reason = ""
         self._latent_age_s = float("nan")
 
+        # Groups only matter to a multi-threaded executor (kept selectable for the benchmark): one
+        # group for everything that touches the planner, one for announcements and diagnostics.
         control_group, io_group = MutuallyExclusiveCallbackGroup(), MutuallyExclusiveCallbackGroup()
         self._cmd_pub = self.create_publisher(
             Float64MultiArray, topics.COMMAND, qos.command(self.control_hz),
@@ -137,12 +149,12 @@ class PlannerNode(Node):
         self._diag_pub = self.create_publisher(msgs.DiagnosticArray, topics.DIAGNOSTICS, qos.RELIABLE)
         self.create_subscription(
             Float32MultiArray, topics.LATENT, self._on_latent, qos.LATENT(self.control_hz),
-            callback_group=io_group,
+            callback_group=control_group,
             event_callbacks=SubscriptionEventCallbacks(deadline=lambda _e: self._count("latent_deadline_missed")),
         )  # fmt: skip
         self.swapper = ModelSwapper(model, manifest, self.get_logger(), params.device)
         self.create_subscription(String, topics.MODEL_UPDATE, self._on_update, qos.ANNOUNCE, callback_group=io_group)
-        self.create_timer(1.0 / self.control_hz, self._tick, callback_group=control_group)
+        self.create_timer(1.0 / self.control_hz, self._watchdog, callback_group=control_group)
         self.create_timer(params.diagnostics_period_s, self._publish_diagnostics, callback_group=io_group)
         self.get_logger().info(
             f"planner for {self.spec.name} at {self.control_hz:g} Hz, checkpoint {path} (version {self.model_version})"
@@ -165,21 +177,40 @@ class PlannerNode(Node):
             self.get_logger().warning(f"dropping latent: {exc}", throttle_duration_sec=1.0)
             return
         self._latest = (blocks, obs_t_ns)  # one reference assignment: the tick reads either old or new
+        self._tick(obs_t_ns)
 
     def _on_update(self, msg: String) -> None:
         self.swapper.submit(msg.data, self.get_clock().now().nanoseconds)
 
     # ---- the control tick --------------------------------------------------------------------------
-    def _tick(self) -> None:
+    def _watchdog(self) -> None:
+        """Control-rate timer: plan (or hold) only if no latent started a tick in the last 1.5 periods."""
         now_ns = self.get_clock().now().nanoseconds
-        missed = self.stats.start(now_ns)
+        last = self._last_latent_tick_ns
+        if last is not None and 0 <= now_ns - last < 1.5 * self.period_ns:
+            return
+        self._count("watchdog_ticks")
+        self._tick(None)
+
+    def _tick(self, obs_t_ns: int | None) -> None:
+        """One control step: on a new latent (``obs_t_ns``: its observation stamp) or from the watchdog (None).
+
+        Missed ticks are counted on the observation clock for latent-driven ticks (a skipped observation
+        is a missed tick, whatever the executor's timing) and on ROS time for watchdog ticks.
+        """
+        now_ns = self.get_clock().now().nanoseconds
+        if obs_t_ns is not None:
+            self._last_latent_tick_ns = now_ns
+        missed = self.stats.start(now_ns if obs_t_ns is None else obs_t_ns)
         swapped = self.swapper.take(self.planner, missed)
         if swapped is not None:
             self.model_version = swapped
             self.get_logger().info(f"hot-swapped model to version {swapped}")
         params = self._tunable.current
         action, result = self._decide(now_ns, params)
-        self._cmd_pub.publish(msgs.make_float64_array(action))
+        answered = self._planned_obs_ns if result is not None else None
+        self._cmd_pub.publish(msgs.make_command(action, answered) if answered is not None
+                              else msgs.make_float64_array(action))
         self._count("commands")
         if result is not None and params.rollout_every_n and self.stats.ticks % params.rollout_every_n == 0:
             self._publish_plan(result, now_ns, params.frame_id or BASE_FRAME[self.spec.name])
@@ -192,6 +223,7 @@ class PlannerNode(Node):
         blocks, obs_t_ns = latest
         age_ns = now_ns - obs_t_ns
         self._latent_age_s = age_ns * 1e-9
+        self._planned_obs_ns = obs_t_ns
         if age_ns > params.stale_ticks * self.period_ns:
             self.planner.reset()  # the warm start belongs to a world that has moved on
             return self._hold_action("holds_stale", f"latent is {age_ns * 1e-9:.3f} s old"), None
@@ -210,6 +242,7 @@ class PlannerNode(Node):
             self._count("planner_fallbacks")
             self.get_logger().warning(f"planner fallback (hold action): {result.fallback}", throttle_duration_sec=1.0)
         self._last_hold_reason = ""
+        self._count("plans")
         return np.clip(action, -1.0, 1.0), result
 
     def _hold_action(self, counter: str, reason: str) -> np.ndarray:
@@ -243,6 +276,7 @@ class PlannerNode(Node):
             "input_age_s": self._latent_age_s,
             "control_hz": self.control_hz,
             **counts,
+            **executor_counts(),
         }
         level = "warn" if self._last_hold_reason else "ok"
         message = self._last_hold_reason or f"planning at {self.control_hz:g} Hz"

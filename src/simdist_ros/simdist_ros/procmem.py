@@ -214,3 +214,30 @@ def machine_info() -> dict[str, object]:
 def mib(values: Iterable[int]) -> list[float]:
     """Bytes -> MiB, rounded to 0.1."""
     return [round(v / MIB, 1) for v in values]
+
+
+def parse_stat_cpu_ticks(text: str) -> tuple[int, int]:
+    """``(utime + stime, cutime + cstime)`` clock ticks of a ``/proc/<pid>/stat`` line.
+
+    The command name (field 2) may hold spaces and parentheses, so fields are counted after its last ``)``.
+    """
+    fields = text[text.rindex(")") + 2:].split()
+    # fields[0] is field 3 (state): utime, stime, cutime, cstime are fields 14-17.
+    return int(fields[11]) + int(fields[12]), int(fields[13]) + int(fields[14])
+
+
+def tree_cpu_seconds(root: int, parents: dict[int, int] | None = None) -> float:
+    """CPU seconds of ``root``, its live descendants and the children ``root`` already reaped.
+
+    Reaped children matter for the finetuner, whose worker processes exit after each round. 0.0 if ``root``
+    is gone.
+    """
+    hz = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in descendants(root, parents):
+        stat = _read(f"/proc/{pid}/stat")
+        if stat is None:
+            continue
+        own, reaped = parse_stat_cpu_ticks(stat)
+        total += own + (reaped if pid == root else 0)
+    return total / hz

@@ -1,6 +1,15 @@
 """Shared plumbing of the SimDist nodes: ``main()`` skeleton, tick statistics, checkpoint lookup.
 
-Kept out of the node files so each node stays a thin adapter (STYLE rules 2, 17, 20).
+Kept out of the node files so each node stays a thin adapter.
+
+Executors, chosen on measurement: rclpy 9.1.2's ``MultiThreadedExecutor`` busy-spins (upstream ros2/rclpy
+issue 1452, fixed after Kilted): a task queued behind a running callback is re-yielded and re-submitted to
+the thread pool on every pass. On a 2-core machine the planner's executor polled 3,400-5,600 times a second
+for 15-40 callbacks, burnt most of a core and starved its own control tick of the GIL (25 % of 50 Hz ticks
+kept at a real-time factor of 0.25). Every node therefore spins a single-threaded executor; a node that
+needs concurrency owns a worker thread (the simulator loop, the replay writer, the model-swap verifier, the
+finetuner's worker process) instead of asking the executor for it. ``simdist bench graph`` measures the
+executors side by side (``SIMDIST_EXECUTOR``) and reports wake-ups per executed callback.
 """
 
 from __future__ import annotations
@@ -18,7 +27,7 @@ import numpy as np
 import rclpy
 import rclpy.signals
 from rclpy.exceptions import InvalidHandle
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import Executor, ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
 
 STAT_WINDOW = 2000
@@ -106,14 +115,76 @@ def manifest_get(manifest: Any, key: str, default: Any = None) -> Any:  # noqa: 
 
 
 def setup_torch(threads: int) -> None:
-    """Cap torch's intra-op threads (shared 2-core machines: see shared/notes/environment.md)."""
+    """Cap torch's intra-op threads.
+
+    On a shared 2-core machine more threads raise timer jitter (p99 lateness ~1 ms with 1 thread against
+    3-5 ms with torch busy on both cores).
+    """
     import torch
 
     torch.set_num_threads(max(1, threads))
 
 
+EXECUTORS = ("single", "events", "multi")
+"""Executor kinds ``run_node`` can spin (``SIMDIST_EXECUTOR``; default ``single``, see the module docstring)."""
+
+
+class CountingExecutor(SingleThreadedExecutor):
+    """rclpy's single-threaded executor that counts its passes and the callbacks it executed.
+
+    A pass is one request for the next ready callback; a pass that returns none (a timeout, a guard
+    condition, an entity that was not ready after all) is a wake-up that did no work. The ratio
+    ``passes / callbacks`` is what the busy-spin of the multi-threaded executor drove into the hundreds.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:  # noqa: ANN401  (rclpy's keyword arguments)
+        super().__init__(**kwargs)
+        self.passes = 0
+        self.callbacks = 0
+
+    def wait_for_ready_callbacks(self, *args: Any, **kwargs: Any) -> Any:  # noqa: ANN401  (rclpy's signature)
+        """Count the pass, then the callback if one is returned (rclpy raises when none is ready)."""
+        self.passes += 1
+        ready = super().wait_for_ready_callbacks(*args, **kwargs)  # raises on timeout / shutdown
+        self.callbacks += 1
+        return ready
+
+
+_executor_in_use: list[Executor] = []
+
+
+def executor_counts() -> dict[str, float]:
+    """Wake-up counters of this process's executor for diagnostics (empty for executors that keep none)."""
+    for executor in _executor_in_use:
+        if isinstance(executor, CountingExecutor):
+            return {"executor_passes": executor.passes, "executor_callbacks": executor.callbacks,
+                    "executor_passes_per_callback": round(executor.passes / max(executor.callbacks, 1), 3)}
+    return {}
+
+
+def make_executor(kind: str | None = None, threads: int = 2, context: Any = None) -> Executor:  # noqa: ANN401
+    """The executor ``run_node`` spins: ``kind`` or ``$SIMDIST_EXECUTOR`` (default ``single``).
+
+    ``events`` is rclpy's experimental C++ events executor, ``multi`` the thread-pool executor (kept
+    only so the benchmark can show what it costs).
+
+    Raises:
+        ValueError: an unknown kind (the message lists the valid ones).
+    """
+    kind = kind or os.environ.get("SIMDIST_EXECUTOR", "single")
+    if kind == "single":
+        return CountingExecutor(context=context)
+    if kind == "events":
+        from rclpy.experimental import EventsExecutor
+
+        return EventsExecutor(context=context)
+    if kind == "multi":
+        return MultiThreadedExecutor(num_threads=threads, context=context)
+    raise ValueError(f"unknown executor {kind!r}; valid: {', '.join(EXECUTORS)}")
+
+
 def run_node(make_node: Callable[[], Node], args: list[str] | None = None, threads: int = 2) -> int:
-    """Standard ``main()``: init, spin a MultiThreadedExecutor, shut down cleanly (STYLE rule 17).
+    """Standard ``main()``: init, spin the executor (:func:`make_executor`), shut down cleanly.
 
     rclpy's own signal handlers are off: they shut the context down while callbacks may still be
     publishing on other executor threads. Instead the executor spins in a thread while the main thread
@@ -139,7 +210,12 @@ def run_node(make_node: Callable[[], Node], args: list[str] | None = None, threa
         except Exception as exc:  # noqa: BLE001  (process boundary: report why the node cannot start)
             logger.fatal(f"node failed to start: {exc}")
             return 1
-        executor = MultiThreadedExecutor(num_threads=threads)
+        try:
+            executor = make_executor(threads=threads)
+        except ValueError as exc:
+            logger.fatal(str(exc))
+            return 1
+        _executor_in_use[:] = [executor]
         executor.add_node(node)
         failure: list[BaseException] = []
 

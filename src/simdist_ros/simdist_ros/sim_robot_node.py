@@ -15,6 +15,13 @@ control period per loop in a worker thread, and publishes ``/clock`` so every ot
 ``lockstep`` additionally waits for a command after every step, so a slow planner slows sim time instead of
 being overrun by it (results independent of the CPU).
 
+Timing, measured: a planner command carries the stamp of the observation it answers
+(``msgs.make_command``). Each step counts whether it applied a command that arrived since the previous
+step (``fresh_command_steps``) and how many control periods old the answered observation is when the
+command starts acting (``command_delay_periods_<n>``: 0 = it answers the state the step starts from, as in
+the in-process evaluation; 1 = one period late; ...). In lockstep mode a step waits for the command that
+answers the newest observation, so the delay is 0 by construction.
+
 Safety, as in a real driver: a command older than ``command_timeout_s`` of sim time (or none at all)
 -> hold the default pose (zero action), counted and logged; out-of-range commands are clamped and
 counted. A fall (or the episode time limit) resets the task and says so in the log and diagnostics.
@@ -45,10 +52,13 @@ from std_srvs.srv import Trigger
 
 from simdist_ros import msgs, qos, topics
 from simdist_ros.params import P, TunableParams, declare_table
-from simdist_ros.runtime import run_node
+from simdist_ros.runtime import executor_counts, run_node
 from simdist_ros.sensors import joint_names, sensors_to_messages
 
-os.environ.setdefault("MUJOCO_GL", "egl")  # headless rendering (UR5e camera); see shared/notes/environment.md
+os.environ.setdefault("MUJOCO_GL", "egl")  # headless rendering (UR5e camera) on a machine without a display
+
+DELAY_BINS = 5
+"""Observation-to-command delays are counted per whole control period 0..4, and 5 or more."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -113,12 +123,16 @@ class SimRobotNode(Node):
         self.names = joint_names(self.spec.name)
         self.dt_ns = int(round(1e9 / self.spec.control_hz))
         self.sim_ns = 0
-        self._command: tuple[np.ndarray, int] | None = None
+        self._command: tuple[np.ndarray, int, int | None, int] | None = None
+        """(action, sim time received, stamp of the observation it answers or None, arrival number)."""
+        self._applied_arrival = -1
         self._lock = threading.Lock()
         self._env_lock = threading.Lock()  # the sim thread steps, the diagnostics timer reads metrics
         self._cmd_cond = threading.Condition()  # lockstep: the sim thread waits for the next command
         self.counts = {"steps": 0, "episodes": 1, "falls": 0, "successes": 0, "time_limits": 0, "watchdog_holds": 0,
-                       "clamped_commands": 0, "bad_commands": 0, "commands": 0, "estop_holds": 0}  # fmt: skip
+                       "clamped_commands": 0, "bad_commands": 0, "commands": 0, "estop_holds": 0,
+                       "fresh_command_steps": 0, "unstamped_command_steps": 0,
+                       **{_delay_key(n): 0 for n in range(DELAY_BINS + 1)}}  # fmt: skip
         self._watchdog_active = True
         self._rtf_window = (time.monotonic(), 0)
 
@@ -164,8 +178,9 @@ class SimRobotNode(Node):
             self._count("bad_commands")
             self.get_logger().warning(f"ignoring command: {exc}", throttle_duration_sec=1.0)
             return
-        self._command = (action, self.sim_ns)
-        self._count("commands")
+        with self._lock:
+            self.counts["commands"] += 1
+            self._command = (action, self.sim_ns, msgs.command_stamp_ns(msg), self.counts["commands"])
         with self._cmd_cond:
             self._cmd_cond.notify_all()
 
@@ -209,12 +224,26 @@ class SimRobotNode(Node):
         if self._watchdog_active:
             self.get_logger().info("command watchdog: fresh commands, following them")
         self._watchdog_active = False
+        self._count_timing(latest)
         action = latest[0]
         clipped = np.clip(action, -1.0, 1.0)
         if not np.array_equal(clipped, action):
             self._count("clamped_commands")
             self.get_logger().warning(f"clamped command to [-1, 1]: {action}", throttle_duration_sec=1.0)
         return clipped
+
+    def _count_timing(self, command: tuple[np.ndarray, int, int | None, int]) -> None:
+        """Count a fresh command and the delay of the observation it answers (see the module docstring)."""
+        _, _, stamp_ns, arrival = command
+        with self._lock:
+            if arrival != self._applied_arrival:
+                self.counts["fresh_command_steps"] += 1
+                self._applied_arrival = arrival
+            if stamp_ns is None:
+                self.counts["unstamped_command_steps"] += 1
+                return
+            periods = max(0, int(round((self.sim_ns - stamp_ns) / self.dt_ns)))
+            self.counts[_delay_key(min(periods, DELAY_BINS))] += 1
 
     # ---- the simulation loop -----------------------------------------------------------------------
     def _loop(self, params: SimRobotParams) -> None:
@@ -252,14 +281,23 @@ class SimRobotNode(Node):
             close()  # in this thread: the renderer's GL context belongs to it
 
     def _wait_for_command(self, count_before_step: int) -> None:
-        """Lockstep: block until a command newer than the last step arrives (or the timeout passes)."""
+        """Lockstep: block until the command answering the newest observation arrives (or the timeout passes).
+
+        A stamped command must answer an observation at least as new as the one just published; an
+        unstamped one (a teleop tool) only has to be newer than the step.
+        """
         params = self._tunable.current
         if not params.lockstep:
             return
+
+        def answered() -> bool:
+            latest = self._command
+            if latest is None or latest[3] <= count_before_step:
+                return False
+            return latest[2] is None or latest[2] >= self.sim_ns
+
         with self._cmd_cond:
-            self._cmd_cond.wait_for(
-                lambda: self.counts["commands"] > count_before_step or self._stop.is_set(), params.lockstep_timeout_s
-            )
+            self._cmd_cond.wait_for(lambda: answered() or self._stop.is_set(), params.lockstep_timeout_s)
 
     def step_once(self) -> None:
         """Advance the simulation one control period and publish everything."""
@@ -320,7 +358,8 @@ class SimRobotNode(Node):
         now = time.monotonic()
         rtf = (counts["steps"] - steps0) * self.dt_ns * 1e-9 / max(now - wall0, 1e-9)
         self._rtf_window = (now, counts["steps"])
-        values: dict[str, object] = {"sim_time_s": self.sim_ns * 1e-9, "achieved_real_time_factor": rtf, **counts}
+        values: dict[str, object] = {"sim_time_s": self.sim_ns * 1e-9, "achieved_real_time_factor": rtf, **counts,
+                                     **executor_counts()}
         with self._env_lock:
             metrics = self.env.metrics() if self.env is not None else {}
         values.update({f"metric/{k}": float(v) for k, v in metrics.items()})
@@ -339,6 +378,10 @@ class SimRobotNode(Node):
         with self._cmd_cond:
             self._cmd_cond.notify_all()  # wake a lockstep wait
         self._thread.join(timeout=10.0)
+
+
+def _delay_key(periods: int) -> str:
+    return f"command_delay_periods_{periods}" + ("plus" if periods >= DELAY_BINS else "")
 
 
 def main(args: list[str] | None = None) -> int:

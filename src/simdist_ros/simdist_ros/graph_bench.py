@@ -1,0 +1,350 @@
+"""``simdist bench graph``: does the live ROS graph keep its control loop? Measured from outside, per executor.
+
+Starts the robot's simulated graph (the pip launcher, as ``simdist launch``) once per ``--executor`` kind,
+lets it warm up for ``--warmup-s`` simulated seconds, then measures ``--seconds`` simulated seconds:
+
+* per node: CPU % of its process tree (``/proc``; the finetuner's worker processes included) and, for
+  the single-threaded executor, executor passes per executed callback (1 = every wake-up did work);
+* the loop, judged by the simulated robot: **ticks kept** = control steps that applied a command that
+  arrived since the previous step; the **observation-to-command delay** in control periods (0 = the
+  command answers the state the step starts from, as in the in-process evaluation); watchdog holds;
+* the planner's own view: tick latency p50/p99 (wall ms, its last ``runtime.STAT_WINDOW`` ticks), ticks
+  it missed, plans, model swaps;
+* the task: falls and forward progress (Go2, from ``odom``; resets excluded) or insertions (UR5e) per
+  simulated minute; finetune rounds and what the last one cost in wall time.
+
+Every ratio is taken from counters of one node's own diagnostics message, so messages that arrive at
+different times cannot skew it. Prints one table (a column per executor) and writes JSON with the
+machine, the commit and every window's raw counters. Exit status: 0 measured, 1 a node died or the
+window was not reached in time, 2 bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from simdist_ros import procmem
+from simdist_ros.runtime import EXECUTORS
+
+DEFAULT_TASKS = {"go2": "go2/flat", "ur5e": "ur5e/peg"}
+"""Task per robot when ``--task`` is not given."""
+NODE_STATUS = {"sim robot": "sim_robot", "encoder": "encoder", "planner": "planner",
+               "replay buffer": "replay_buffer", "finetuner": "finetuner"}
+"""Diagnostics status name suffix -> node name."""
+
+
+@dataclass
+class Snapshot:
+    """Everything read at one instant: newest diagnostics per node, CPU seconds per node, progress."""
+
+    wall_s: float
+    diagnostics: dict[str, dict[str, str]]
+    cpu_s: dict[str, float]
+    progress: float
+    swaps: int
+
+
+@dataclass
+class Monitor:
+    """Listens to ``/diagnostics`` and ``odom`` in a private rclpy context."""
+
+    robot: str
+    diagnostics: dict[str, dict[str, str]] = field(default_factory=dict)
+    swaps: int = 0
+
+    def __post_init__(self) -> None:
+        import rclpy
+        from diagnostic_msgs.msg import DiagnosticArray
+        from nav_msgs.msg import Odometry
+        from rclpy.executors import SingleThreadedExecutor
+
+        from simdist_ros import msgs, qos, topics
+        from simdist_ros.demo import Progress
+
+        self.progress = Progress(kind="odom" if self.robot == "go2" else "success")
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node("graph_bench_monitor", context=self.context)
+
+        def on_diag(msg: DiagnosticArray) -> None:
+            for status in msg.status:
+                node = next((n for suffix, n in NODE_STATUS.items() if status.name.endswith(suffix)), None)
+                if node is None:
+                    continue
+                values = msgs.status_values(status)
+                if node == "planner" and values.get("model_version") != self.diagnostics.get(node, {}).get(
+                        "model_version", values.get("model_version")):
+                    self.swaps += 1
+                if node == "sim_robot":
+                    self.progress.on_robot(values)
+                self.diagnostics[node] = values
+
+        def on_odom(msg: Odometry) -> None:
+            if self.progress.kind == "odom":
+                self.progress.on_odom_x(msgs.stamp_to_ns(msg.header.stamp) * 1e-9, msg.pose.pose.position.x)
+
+        self.node.create_subscription(DiagnosticArray, topics.DIAGNOSTICS, on_diag, qos.RELIABLE)
+        self.node.create_subscription(Odometry, topics.ODOM, on_odom, qos.SENSOR)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+
+    @property
+    def sim_time_s(self) -> float:
+        """Newest simulated time the robot reported."""
+        return float(self.diagnostics.get("sim_robot", {}).get("sim_time_s", 0.0))
+
+    def spin(self, seconds: float) -> None:
+        """Handle messages for ``seconds`` of wall time."""
+        t_end = time.monotonic() + seconds
+        while (left := t_end - time.monotonic()) > 0:
+            self.executor.spin_once(timeout_sec=min(0.05, left))
+
+    def close(self) -> None:
+        """Destroy the node and the private context."""
+        import rclpy
+
+        self.executor.shutdown()
+        self.node.destroy_node()
+        rclpy.shutdown(context=self.context)
+
+
+def snapshot(monitor: Monitor, graph: Any) -> Snapshot:  # noqa: ANN401  (launcher.GraphProcess)
+    """Read the monitor and every node's CPU time now."""
+    parents = procmem.ppid_map()
+    cpu = {name: procmem.tree_cpu_seconds(child.proc.pid, parents) for name, child in graph.children.items()}
+    return Snapshot(wall_s=time.monotonic(), diagnostics={k: dict(v) for k, v in monitor.diagnostics.items()},
+                    cpu_s=cpu, progress=monitor.progress.total, swaps=monitor.swaps)
+
+
+def _num(values: dict[str, str], key: str) -> float:
+    try:
+        return float(values.get(key, "nan"))
+    except ValueError:
+        return float("nan")
+
+
+def _delta(a: Snapshot, b: Snapshot, node: str, key: str) -> float:
+    return _num(b.diagnostics.get(node, {}), key) - _num(a.diagnostics.get(node, {}), key)
+
+
+def delay_percentiles(histogram: dict[int, float], qs: tuple[float, ...] = (50.0, 99.0)) -> list[float | None]:
+    """Percentiles (in whole control periods) of a histogram {periods: count}; None where it is empty."""
+    total = sum(histogram.values())
+    out: list[float | None] = []
+    for q in qs:
+        if total <= 0:
+            out.append(None)
+            continue
+        need, seen = q / 100.0 * total, 0.0
+        for periods in sorted(histogram):
+            seen += histogram[periods]
+            if seen >= need:
+                out.append(float(periods))
+                break
+    return out
+
+
+def window_report(a: Snapshot, b: Snapshot) -> dict[str, Any]:
+    """What happened between two snapshots (see the module docstring for each figure)."""
+    from simdist_ros.sim_robot_node import DELAY_BINS, _delay_key
+
+    wall = b.wall_s - a.wall_s
+    sim = _delta(a, b, "sim_robot", "sim_time_s")
+    steps = _delta(a, b, "sim_robot", "steps")
+    histogram = {n: _delta(a, b, "sim_robot", _delay_key(n)) for n in range(DELAY_BINS + 1)}
+    histogram = {n: (0.0 if math.isnan(v) else v) for n, v in histogram.items()}  # a bin never reported: empty
+    p50, p99 = delay_percentiles(histogram)
+    stamped = sum(histogram.values())
+    planner_ticks = _delta(a, b, "planner", "ticks")
+    planner_missed = _delta(a, b, "planner", "missed_ticks")
+    nodes = {}
+    for name in b.cpu_s:
+        row: dict[str, Any] = {"cpu_percent": round(100.0 * (b.cpu_s[name] - a.cpu_s.get(name, 0.0)) / wall, 1)}
+        passes = _delta(a, b, name, "executor_passes")
+        callbacks = _delta(a, b, name, "executor_callbacks")
+        if callbacks > 0:
+            row["executor_passes_per_callback"] = round(passes / callbacks, 2)
+            row["executor_callbacks_per_s"] = round(callbacks / wall, 1)
+        nodes[name] = row
+    minutes = sim / 60.0 if sim > 0 else float("nan")
+    planner = b.diagnostics.get("planner", {})
+    finetuner = b.diagnostics.get("finetuner", {})
+    return {
+        "wall_s": round(wall, 1), "sim_s": round(sim, 1), "achieved_rtf": round(sim / wall, 3) if wall > 0 else None,
+        "steps": steps,
+        "ticks_kept": round(_delta(a, b, "sim_robot", "fresh_command_steps") / steps, 4) if steps > 0 else None,
+        "delay_periods_histogram": {str(k): v for k, v in histogram.items()},
+        "delay_periods_p50": p50, "delay_periods_p99": p99,
+        "delay_zero_fraction": round(histogram[0] / stamped, 4) if stamped > 0 else None,
+        "watchdog_holds": _delta(a, b, "sim_robot", "watchdog_holds"),
+        "planner_tick_p50_ms": round(_num(planner, "tick_latency_p50_ms"), 2),
+        "planner_tick_p99_ms": round(_num(planner, "tick_latency_p99_ms"), 2),
+        "planner_ticks_kept": round(planner_ticks / (planner_ticks + planner_missed), 4)
+        if planner_ticks + planner_missed > 0 else None,
+        "planner_missed_ticks": planner_missed,
+        "planner_plans": _delta(a, b, "planner", "plans"),
+        "planner_holds_stale": _delta(a, b, "planner", "holds_stale"),
+        "model_swaps": b.swaps - a.swaps, "model_version_end": planner.get("model_version"),
+        "falls": _delta(a, b, "sim_robot", "falls"),
+        "falls_per_min": round(_delta(a, b, "sim_robot", "falls") / minutes, 2) if sim > 0 else None,
+        "progress": round(b.progress - a.progress, 3),
+        "progress_per_min": round((b.progress - a.progress) / minutes, 3) if sim > 0 else None,
+        "finetune_rounds": _delta(a, b, "finetuner", "rounds"),
+        "finetune_last_round_wall_s": _num(finetuner, "last_round_wall_s") if finetuner else None,
+        "finetune_cpu_policy": finetuner.get("cpu_policy"),
+        "nodes": nodes,
+    }
+
+
+def run_one(args: argparse.Namespace, executor: str, out: Path, checkpoint: Path) -> dict[str, Any]:
+    """Start the graph with ``executor``, measure one window, stop the graph; returns the report."""
+    from simdist_ros.graph import load_graph
+    from simdist_ros.launcher import GraphProcess
+
+    launch = {"sim": "true", "task": args.task, "checkpoint": str(checkpoint), "output_dir": str(out / executor),
+              "adapt": "false" if args.no_adapt else "true"}
+    parameters = {"sim_robot": {"real_time_factor": args.rtf, "lockstep": args.lockstep}}
+    for pair in args.set:
+        key, _, value = pair.partition("=")
+        node, _, name = key.partition(".")
+        import yaml
+
+        parameters.setdefault(node, {})[name] = yaml.safe_load(value)
+    graph = GraphProcess(load_graph(args.robot), launch, log_dir=out / executor / "logs", parameters=parameters,
+                         env={"SIMDIST_EXECUTOR": executor})
+    monitor = Monitor(args.robot)
+    timeout_s = 120.0 + 2.0 * (args.warmup_s + args.seconds) / max(args.rtf, 0.05)
+    report: dict[str, Any] = {"executor": executor, "launch": launch, "parameters": parameters}
+    t0 = time.monotonic()
+    try:
+        graph.start()
+        for phase, target in (("warm-up", args.warmup_s), ("window", args.warmup_s + args.seconds)):
+            while monitor.sim_time_s < target and not graph.poll() and time.monotonic() - t0 < timeout_s:
+                monitor.spin(0.2)
+            if graph.failed or monitor.sim_time_s < target:
+                report["error"] = (f"{phase} not reached: sim time {monitor.sim_time_s:.1f} s after "
+                                   f"{time.monotonic() - t0:.0f} s wall; nodes exited: {list(graph.failed)}")
+                return report
+            if phase == "warm-up":
+                start = snapshot(monitor, graph)
+                print(f"[graph bench] {executor}: measuring {args.seconds:g} simulated s", flush=True)
+        report.update(window_report(start, snapshot(monitor, graph)))
+        report["diagnostics_end"] = {k: dict(v) for k, v in monitor.diagnostics.items()}
+    finally:
+        report["exit_codes"] = graph.stop()
+        monitor.close()
+    return report
+
+
+ROWS = (("achieved rtf", "achieved_rtf"), ("ticks kept (robot)", "ticks_kept"),
+        ("delay 0 periods", "delay_zero_fraction"),
+        ("delay p50 / p99 (periods)", ("delay_periods_p50", "delay_periods_p99")),
+        ("planner ticks kept", "planner_ticks_kept"),
+        ("planner tick p50 / p99 ms", ("planner_tick_p50_ms", "planner_tick_p99_ms")),
+        ("watchdog holds", "watchdog_holds"), ("falls / min", "falls_per_min"), ("progress / min", "progress_per_min"),
+        ("model swaps", "model_swaps"), ("finetune rounds", "finetune_rounds"),
+        ("last round wall s", "finetune_last_round_wall_s"))  # fmt: skip
+
+
+def format_table(reports: list[dict[str, Any]]) -> str:
+    """One column per executor run, one row per figure, then CPU % (and passes per callback) per node."""
+    def cell(r: dict[str, Any], key: str | tuple[str, str]) -> str:
+        if "error" in r:
+            return "error"
+        if isinstance(key, tuple):
+            return " / ".join("-" if r.get(k) is None else f"{r[k]:g}" for k in key)
+        v = r.get(key)
+        return "-" if v is None else (f"{v:g}" if isinstance(v, (int, float)) else str(v))
+
+    width = 22
+    lines = [f"{'':<28}" + "".join(f"{r['executor']:>{width}}" for r in reports)]
+    lines += [f"{label:<28}" + "".join(f"{cell(r, key):>{width}}" for r in reports) for label, key in ROWS]
+    names = sorted({n for r in reports for n in r.get("nodes", {})})
+    for name in names:
+        def node_cell(r: dict[str, Any], name: str = name) -> str:
+            row = r.get("nodes", {}).get(name)
+            if row is None:
+                return "-"
+            ppc = row.get("executor_passes_per_callback")
+            return f"{row['cpu_percent']:g} %" + (f" ({ppc:g} p/cb)" if ppc is not None else "")
+
+        lines.append(f"{'CPU ' + name:<28}" + "".join(f"{node_cell(r):>{width}}" for r in reports))
+    return "\n".join(lines)
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="simdist bench graph", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--robot", choices=sorted(DEFAULT_TASKS), default="go2")
+    p.add_argument("--task", help="simulated task (default: go2/flat, ur5e/peg)")
+    p.add_argument("--rtf", type=float, default=1.0, help="sim real-time factor")
+    p.add_argument("--seconds", type=float, default=60.0, help="simulated seconds measured")
+    p.add_argument("--warmup-s", type=float, default=15.0, help="simulated seconds before the window")
+    p.add_argument("--executor", default="single", help=f"comma list of {', '.join(EXECUTORS)}: one run each")
+    p.add_argument("--no-adapt", action="store_true", help="no replay buffer / finetuner")
+    p.add_argument("--lockstep", action="store_true", help="the sim waits for each command (delay 0 by design)")
+    p.add_argument("--set", action="append", default=[], metavar="NODE.NAME=VALUE",
+                   help="node parameter override (YAML value), e.g. finetuner.min_new_steps=500")
+    p.add_argument("--checkpoint", type=Path, help="default: checkpoints/<robot> of the repository")
+    p.add_argument("--output-dir", type=Path, help="default: runs/graph-bench-<robot>-<UTC time>")
+    p.add_argument("--json", type=Path, help="write the reports here")
+    ns = p.parse_args(argv)
+    ns.task = ns.task or DEFAULT_TASKS[ns.robot]
+    ns.executors = [e.strip() for e in ns.executor.split(",") if e.strip()]
+    bad = [e for e in ns.executors if e not in EXECUTORS]
+    if bad or not ns.executors:
+        p.error(f"--executor {ns.executor!r}: unknown {bad}; valid: {', '.join(EXECUTORS)}")
+    if ns.seconds <= 0 or ns.warmup_s < 0 or ns.rtf <= 0:
+        p.error(f"need --seconds > 0, --warmup-s >= 0, --rtf > 0; got {ns.seconds}, {ns.warmup_s}, {ns.rtf}")
+    if not ns.robot == ns.task.split("/")[0]:
+        p.error(f"--task {ns.task!r} is not a {ns.robot} task")
+    for pair in ns.set:
+        key, sep, _ = pair.partition("=")
+        if not sep or "." not in key:
+            p.error(f"--set {pair!r} is not NODE.NAME=VALUE")
+    return ns
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``simdist bench graph``."""
+    args = _parse(list(sys.argv[1:] if argv is None else argv))
+    os.environ.setdefault("ROS_DOMAIN_ID", str(random.SystemRandom().randrange(1, 100)))
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    from simdist_ros.launcher import default_checkpoint
+    from simdist_ros.soak import git_commit
+
+    checkpoint = args.checkpoint or default_checkpoint(args.robot)
+    if not (checkpoint / "manifest.json").is_file():
+        print(f"simdist bench graph: no checkpoint at {checkpoint}", file=sys.stderr)
+        return 2
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    out = (args.output_dir or Path("runs") / f"graph-bench-{args.robot}-{stamp}").resolve()
+    commit = git_commit()
+    reports = []
+    for executor in args.executors:
+        print(f"[graph bench] {args.robot} on {args.task}, executor {executor}, rtf {args.rtf:g}, "
+              f"{'no adaptation' if args.no_adapt else 'replay buffer + finetuner'}; logs in {out / executor}",
+              flush=True)
+        reports.append(run_one(args, executor, out, checkpoint))
+        if "error" in reports[-1]:
+            print(f"[graph bench] {executor}: {reports[-1]['error']}", file=sys.stderr)
+    print(format_table(reports))
+    result = {"robot": args.robot, "task": args.task, "rtf": args.rtf, "seconds": args.seconds,
+              "warmup_s": args.warmup_s, "adapt": not args.no_adapt, "lockstep": args.lockstep,
+              "checkpoint": str(checkpoint), "machine": procmem.machine_info(), "git_commit": commit,
+              "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "runs": reports}
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=1))
+        print(f"simdist bench graph: wrote {args.json}")
+    return 1 if any("error" in r for r in reports) else 0
