@@ -197,7 +197,11 @@ def test_replay_observation_equals_encoder_observation(robot):
     t0 = 5_000_000_000
     for k in range(4):
         t_ns = t0 + k * int(spec.control_dt * 1e9)
-        messages = sensors_to_messages(robot, _random_sensors(robot, rng), names, t_ns)
+        sensors = _random_sensors(robot, rng)
+        # One episode: joints and base / tool tip move a little per step (a random jump would start a new one).
+        sensors["joint_pos"] = np.linspace(-0.5, 0.5, len(names)) + 0.01 * k
+        sensors["base_pos" if robot == "go2" else "tcp_pos"] = np.array([0.3, 0.0, 0.27]) + 0.01 * k
+        messages = sensors_to_messages(robot, sensors, names, t_ns)
         for kind, msg in messages.items():
             kind = {"camera": "camera_image"}.get(kind, kind)
             if kind != "foot_contacts":
