@@ -19,7 +19,7 @@ def _run(tracker, n, t0=0, joints=J0, base=B0):
 def test_first_step_starts_and_a_steady_stream_continues():
     tracker = EpisodeTracker()
     assert _run(tracker, 5, t0=1_000 * DT) == [ep.FIRST, None, None, None, None]
-    assert tracker.t0_ns == 1_000 * DT and tracker.episodes == 1
+    assert tracker.t0_ns == 1_000 * DT and tracker.episodes_started == 1
     assert tracker.clock_s(1_004 * DT) == (4 * DT) * 1e-9
     with pytest.raises(ValueError, match="before the first step"):
         EpisodeTracker().clock_s(0)
@@ -47,7 +47,7 @@ def test_jump_rules_and_thresholds():
     assert tracker.step(5 * DT, J0 + 0.4, B0 + [0.2, 0.0, 0.0]) is None
     assert tracker.step(6 * DT, J0 + 0.4, B0 + [0.2, 0.4, 0.0]) == ep.BASE_JUMP
     assert tracker.step(7 * DT, np.zeros(6), B0) == ep.JOINT_JUMP, "a different joint count cannot continue"
-    assert tracker.episodes == 5
+    assert tracker.episodes_started == 5
 
 
 def test_break_starts_the_next_step_once():

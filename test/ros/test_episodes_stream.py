@@ -93,7 +93,7 @@ def test_reset_mid_stream_splits_episodes_and_replay_equals_encoder(tmp_path):
     assert reasons[0] == FIRST and reasons[k_reset] == ANNOUNCED
     assert [r for r in reasons[1:] if r is not None] == [ANNOUNCED], reasons
     np.testing.assert_array_equal(episode_ids, [0] * N_BEFORE + [1] * N_AFTER)
-    assert assembler.episodes.t0_ns == reset_stamp and assembler.episodes.pending == ()
+    assert assembler.tracker.t0_ns == reset_stamp and assembler.tracker.pending == ()
 
     # Replayed proprio == the encoder's, bit for bit, before and after the reset; the gait phase (the last
     # two proprio columns: cos, sin) restarts at the reset in both.

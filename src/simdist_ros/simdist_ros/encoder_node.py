@@ -148,7 +148,7 @@ class EncoderNode(Node):
         self._command = np.asarray(params.default_command[: self.spec.command_dim], np.float32)
         self._executed: np.ndarray = np.zeros(self.spec.action_dim, np.float32)
         self._last_obs_ns: int | None = None
-        self._episodes = EpisodeTracker(EpisodeConfig.for_rate(self.control_hz, joint_jump_rad=params.reset_jump_rad,
+        self._tracker = EpisodeTracker(EpisodeConfig.for_rate(self.control_hz, joint_jump_rad=params.reset_jump_rad,
                                                                 base_jump_m=params.reset_jump_m))
         self._lock = threading.Lock()
         self.counts: dict[str, int] = {"latents": 0}
@@ -194,7 +194,7 @@ class EncoderNode(Node):
             self._skip_log("bad_executed_command", str(exc))
 
     def _on_params(self, params: EncoderParams) -> None:
-        self._episodes.config = replace(self._episodes.config, joint_jump_rad=params.reset_jump_rad,
+        self._tracker.config = replace(self._tracker.config, joint_jump_rad=params.reset_jump_rad,
                                         base_jump_m=params.reset_jump_m)
         if not self._got_command and self.spec.command_dim:
             self._command = np.asarray(params.default_command[: self.spec.command_dim], np.float32)
@@ -202,7 +202,7 @@ class EncoderNode(Node):
     def _on_episode_start(self, msg: Header) -> None:
         """A reset announced by the simulated robot: the history restarts at the sample it names."""
         try:
-            self._episodes.announce(header_stamp_ns(msg))
+            self._tracker.announce(header_stamp_ns(msg))
         except ValueError as exc:  # untrusted input: counted and ignored (a forged stamp could only split)
             self._count_and_log("bad_episode_start", f"ignoring episode_start: {exc}")
 
@@ -266,12 +266,12 @@ class EncoderNode(Node):
         if stamps["joint_states"] == self._last_obs_ns:
             raise SkipTick("no_new_sample", "no new joint_states sample")
         restart = self._new_episode(latest, obs_t_ns)
-        phase_time_s = self._episodes.clock_s(obs_t_ns)  # the gait clock restarts with the episode, as in the env
+        phase_time_s = self._tracker.clock_s(obs_t_ns)  # the gait clock restarts with the episode, as in the env
         try:
             obs = obs_from_messages(self.spec, latest, self.joint_names, self._command, phase_time_s,
                                     self.params.gait_period_s)  # fmt: skip
         except ValueError as exc:  # MessageError is a ValueError, so is a core proprio check
-            self._episodes.break_episode()  # a hole in the history, as a dropped step in the replay data
+            self._tracker.break_episode()  # a hole in the history, as a dropped step in the replay data
             raise SkipTick("bad_input", f"dropping observation: {exc}") from None
         self._last_obs_ns = stamps["joint_states"]
         return obs, obs_t_ns, restart
@@ -286,13 +286,13 @@ class EncoderNode(Node):
             pos, _, _ = msgs.joint_state_to_arrays(latest["joint_states"], self.joint_names)
             base = msgs.odom_to_arrays(latest["odom"])[0]
         except msgs.MessageError as exc:
-            self._episodes.break_episode()
+            self._tracker.break_episode()
             raise SkipTick("bad_input", f"dropping observation: {exc}") from None
-        reason = self._episodes.step(obs_t_ns, pos, base)
+        reason = self._tracker.step(obs_t_ns, pos, base)
         if reason is None:
             return False
-        if self._episodes.episodes > 1:  # the first sample starts the history anyway
-            joint_jump, base_jump = self._episodes.last_jump
+        if self._tracker.episodes_started > 1:  # the first sample starts the history anyway
+            joint_jump, base_jump = self._tracker.last_jump
             with self._lock:
                 self.counts[f"episode_{reason}"] = self.counts.get(f"episode_{reason}", 0) + 1
             self._count_and_log("history_restarts", f"new episode ({reason}; joints moved {joint_jump:.2f} rad, base "

@@ -85,6 +85,8 @@ class ReplayParams:
     max_queue: int
     max_staleness_ticks: float
     max_gap_ticks: float
+    reset_jump_rad: float
+    reset_jump_m: float
     default_command: tuple[float, ...]
     fsync: bool
     diagnostics_period_s: float
@@ -107,6 +109,10 @@ PARAMS = (
       lo=0.5, hi=100.0, read_only=True),
     P("max_gap_ticks", 2.5, "Steps further apart than this many periods start a new episode", lo=1.0, hi=1000.0,
       read_only=True),
+    P("reset_jump_rad", 0.5, "Joint jump (rad) between steps that starts a new episode (= the encoder's)",
+      lo=0.01, hi=10.0, read_only=True),
+    P("reset_jump_m", 0.3, "Base/TCP jump (m) between steps that starts a new episode (= the encoder's)",
+      lo=0.001, hi=100.0, read_only=True),
     P("default_command", (0.5, 0.0, 0.0), "Task command until one arrives (= the encoder's default_command)",
       read_only=True),
     P("fsync", True, "fsync sealed chunks (leave on; off only for throwaway tests)", read_only=True),
@@ -143,6 +149,7 @@ class ReplayBufferNode(Node):
         self.writer = ChunkWriter(shard_dir, chunk_steps=p.chunk_steps, fsync=p.fsync)
         dt = self.spec.control_dt
         config = AssemblerConfig(max_staleness_s=p.max_staleness_ticks * dt, max_gap_s=p.max_gap_ticks * dt,
+                                 joint_jump_rad=p.reset_jump_rad, base_jump_m=p.reset_jump_m,
                                  default_command=p.default_command if self.spec.command_dim else None)
         self.assembler = TransitionAssembler(self.spec, config, first_episode_id=next_episode_id(shard_dir))
         self._queue: queue.Queue[dict[str, np.ndarray] | None] = queue.Queue(maxsize=p.max_queue)

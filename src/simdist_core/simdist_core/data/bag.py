@@ -109,7 +109,7 @@ def bag_to_dataset(bag_path: str | Path, out_dir: str | Path, spec: RobotSpec | 
         with ChunkWriter(out_dir / "shard-bag-0000", chunk_steps=chunk_steps, fsync=fsync) as writer:
             assembler = TransitionAssembler(spec, first_episode_id=next_episode_id(writer.shard_dir))
             boundaries = _announcements(reader, announce_conns, assembler.dropped) if announce_conns else []
-            capacity, fed = assembler.episodes.config.max_pending, 0
+            capacity, fed = assembler.tracker.config.max_pending, 0
             for conn, _t_ns, raw in reader.messages(connections=connections):
                 kind = _kind(conn.topic)
                 try:
@@ -121,7 +121,7 @@ def bag_to_dataset(bag_path: str | Path, out_dir: str | Path, spec: RobotSpec | 
                 if kind == "action":
                     # Keep the assembler's bounded set topped up with the next boundaries in stamp order: a
                     # step prunes those it passed, so each is pending when the stream reaches it.
-                    while fed < len(boundaries) and len(assembler.episodes.pending) < capacity:
+                    while fed < len(boundaries) and len(assembler.tracker.pending) < capacity:
                         assembler.on_episode_start(boundaries[fed])
                         fed += 1
                     record = assembler.on_executed_command(np.asarray(msg.data))

@@ -102,7 +102,7 @@ class EpisodeTracker:
         """(largest joint change rad, base change m) at the last step, for log lines."""
         self.t0_ns: int | None = None
         """Stamp of the current episode's first step (the gait clock's origin); None before the first step."""
-        self.episodes = 0
+        self.episodes_started = 0
         """Episodes started so far (the first step starts episode 1)."""
         self.counts: dict[str, int] = {"announced": 0, "announce_rejected": 0, "announce_passed": 0,
                                        "announce_overflow": 0}
@@ -181,7 +181,7 @@ class EpisodeTracker:
         self._broken = False
         if reason is not None:
             self.t0_ns = t_ns  # the gait clock restarts with the episode, as in the simulator's reset
-            self.episodes += 1
+            self.episodes_started += 1
         return reason
 
     def clock_s(self, t_ns: int) -> float:

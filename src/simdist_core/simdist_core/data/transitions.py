@@ -252,7 +252,7 @@ class TransitionAssembler:
         self.observe = observe or observation_from_sensors
         self.required = REQUIRED_SENSORS[spec.name]
         self._latest: dict[str, tuple[int, dict[str, np.ndarray]]] = {}
-        self.episodes = EpisodeTracker(self.config.episode_config())
+        self.tracker = EpisodeTracker(self.config.episode_config())
         """Episode boundaries and the gait clock origin (the encoder node's rule)."""
         default = self.config.default_command
         self._default_command = np.asarray(default if default is not None else DEFAULT_COMMAND[spec.name], np.float32)
@@ -262,7 +262,7 @@ class TransitionAssembler:
 
     def _drop(self, reason: str) -> None:
         self.dropped[reason] = self.dropped.get(reason, 0) + 1
-        self.episodes.break_episode()
+        self.tracker.break_episode()
 
     def on_episode_start(self, t_ns: int) -> bool:
         """An announced reset: a new episode starts at the first step stamped ``>= t_ns``.
@@ -270,9 +270,9 @@ class TransitionAssembler:
         The announcement is untrusted: a malformed stamp is counted (``dropped["bad_episode_start"]``) and
         ignored, and a forged one can only split an episode. Returns True if the boundary was kept.
         """
-        before = self.episodes.counts["announce_rejected"]
-        kept = self.episodes.announce(t_ns)
-        if self.episodes.counts["announce_rejected"] != before:
+        before = self.tracker.counts["announce_rejected"]
+        kept = self.tracker.announce(t_ns)
+        if self.tracker.counts["announce_rejected"] != before:
             self.dropped["bad_episode_start"] = self.dropped.get("bad_episode_start", 0) + 1
             log.warning("episode_start rejected: stamp %r", t_ns)
         return kept
@@ -305,11 +305,11 @@ class TransitionAssembler:
             if kind in self._latest:
                 sensors.update(self._latest[kind][1])
         # The joints and the base (Go2 odom) / tool tip (UR5e odom) feed the jump rule, like the encoder's.
-        new_episode = self.episodes.step(t_ns, sensors["joint_pos_rad"], sensors["odom_pos_m"]) is not None
+        new_episode = self.tracker.step(t_ns, sensors["joint_pos_rad"], sensors["odom_pos_m"]) is not None
         if "command" not in sensors and self.spec.command_dim:
             sensors["command"] = self._default_command
         try:
-            obs = self.observe(self.spec, sensors, self.episodes.clock_s(t_ns))
+            obs = self.observe(self.spec, sensors, self.tracker.clock_s(t_ns))
         except SensorError as exc:
             log.warning("observation rejected: %s", exc)
             self._drop("bad_observation")
