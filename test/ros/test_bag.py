@@ -197,7 +197,11 @@ def test_replay_observation_equals_encoder_observation(robot):
     t0 = 5_000_000_000
     for k in range(4):
         t_ns = t0 + k * int(spec.control_dt * 1e9)
-        messages = sensors_to_messages(robot, _random_sensors(robot, rng), names, t_ns)
+        sensors = _random_sensors(robot, rng)
+        # One episode: joints and base / tool tip move a little per step (a random jump would start a new one).
+        sensors["joint_pos"] = np.linspace(-0.5, 0.5, len(names)) + 0.01 * k
+        sensors["base_pos" if robot == "go2" else "tcp_pos"] = np.array([0.3, 0.0, 0.27]) + 0.01 * k
+        messages = sensors_to_messages(robot, sensors, names, t_ns)
         for kind, msg in messages.items():
             kind = {"camera": "camera_image"}.get(kind, kind)
             if kind != "foot_contacts":
@@ -238,3 +242,43 @@ def test_bag_to_dataset_ur5e(tmp_path):
     commands = ds.array("obs/command")
     np.testing.assert_allclose(commands[:20], np.tile([0.15, -0.5, 0.0], (20, 1)))
     np.testing.assert_allclose(commands[20:], np.tile([0.16, -0.51, 0.1], (20, 1)), atol=1e-6)
+
+
+def test_bag_with_an_announced_reset_gives_two_episodes(tmp_path):
+    """A continuous stream (no gap, no jump) with one ``episode_start`` in the middle: two episodes. The
+    announcement is logged AFTER the sensors it announces (the recorder's receive order is not the publish
+    order), which works because the converter reads all announcements first. A malformed one is counted."""
+    from builtin_interfaces.msg import Time
+    from std_msgs.msg import Header
+
+    messages = _go2_messages(40)
+    boundary = 1_000_000_000 + 25 * DT_NS  # the stamp of step 25
+    late = max(i for i, (_, t, _) in enumerate(messages) if t <= boundary + 1000) + 1
+    messages.insert(late, (topics.EPISODE_START, boundary + 2000, Header(stamp=msgs.ns_to_stamp(boundary),
+                                                                         frame_id="fell")))
+    messages.append((topics.EPISODE_START, boundary + 3000, Header(stamp=Time(sec=-5, nanosec=0), frame_id="x")))
+    conns = list(DEFAULT_TOPICS["go2"] + COMMON_TOPICS)
+    assert (topics.EPISODE_START, "std_msgs/msg/Header") in conns, "the recorder records episode_start"
+    _write_bag(tmp_path / "bag", messages, conns)
+    ds = Dataset(bagmod.bag_to_dataset(tmp_path / "bag", tmp_path / "ds", GO2, chunk_steps=16, fsync=False))
+    episodes = ds.array("episode_id")
+    assert len(ds) == 40
+    np.testing.assert_array_equal(episodes, [0] * 25 + [1] * 15)
+    assert int(ds.array("t_ns")[25]) == boundary
+    # Without the announcement the same stream is one episode: it is the announcement that cuts it.
+    _write_bag(tmp_path / "bag2", _go2_messages(40), conns)
+    ds2 = Dataset(bagmod.bag_to_dataset(tmp_path / "bag2", tmp_path / "ds2", GO2, chunk_steps=16, fsync=False))
+    assert set(np.unique(ds2.array("episode_id"))) == {0}
+
+
+def test_bag_announcements_beyond_the_pending_bound_are_all_used(tmp_path):
+    """More announcements than the assembler keeps pending (16): the converter feeds them in stamp order."""
+    from std_msgs.msg import Header
+
+    messages = _go2_messages(60)
+    boundaries = [1_000_000_000 + k * DT_NS for k in range(2, 60, 3)]  # 20 resets
+    messages = [(topics.EPISODE_START, 0, Header(stamp=msgs.ns_to_stamp(b), frame_id="fell")) for b in boundaries] \
+        + messages
+    _write_bag(tmp_path / "bag", messages, list(DEFAULT_TOPICS["go2"] + COMMON_TOPICS))
+    ds = Dataset(bagmod.bag_to_dataset(tmp_path / "bag", tmp_path / "ds", GO2, chunk_steps=16, fsync=False))
+    np.testing.assert_array_equal(ds.episode_starts, [0, *range(2, 60, 3)])

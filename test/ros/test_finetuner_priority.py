@@ -6,7 +6,6 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 
 import pytest
-
 from simdist_ros.finetuner_node import lower_priority
 
 

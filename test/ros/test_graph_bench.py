@@ -1,9 +1,9 @@
 """``simdist bench graph``'s arithmetic: window deltas and delay percentiles from one node's own counters."""
 
 import pytest
+from simdist_ros.graph_bench import Snapshot
 
 from simdist_ros import graph_bench
-from simdist_ros.graph_bench import Snapshot
 
 
 def test_delay_percentiles_of_a_histogram():

@@ -6,7 +6,7 @@ import time
 import numpy as np
 import pytest
 import rclpy
-from _graph_helpers import AnnounceCollector, Go2Streamer, start_node, stop, wait_for
+from _graph_helpers import DT_NS, AnnounceCollector, Go2Streamer, start_node, stop, wait_for
 from simdist_core.data.chunks import list_chunks, read_meta, verify_chunk
 from simdist_core.data.dataset import Dataset
 from simdist_core.robots import GO2
@@ -87,3 +87,43 @@ def test_replay_buffer_seals_announces_and_resumes_after_sigkill(tmp_path):
     proprio = ds.array("obs/proprio")
     assert proprio.shape[1] == GO2.proprio_dim and np.all(np.isfinite(proprio))
     np.testing.assert_allclose(proprio[:, 0], 0.5, atol=1e-6)  # odom twist vx
+
+
+@pytest.mark.timeout(240)
+def test_replay_buffer_cuts_the_episode_at_an_announced_reset(tmp_path):
+    """``episode_start`` (what the simulated robot publishes at a reset) splits the episode in the replay data
+    even though the stream has no gap and no jump there; a malformed announcement is ignored."""
+    from builtin_interfaces.msg import Time
+    from std_msgs.msg import Header
+
+    from simdist_ros import msgs, qos
+
+    out = tmp_path / "replay"
+    params = {"robot": "go2", "output_dir": str(out), "chunk_steps": CHUNK, "fsync": False}
+    proc = start_node("replay_buffer_node", params, tmp_path / "replay.log")
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        streamer, collector = Go2Streamer(context), AnnounceCollector(context, topics.CHUNK_READY)
+        start_pub = streamer.node.create_publisher(Header, topics.EPISODE_START, qos.EPISODE_START)
+        assert wait_for(lambda: streamer.matched() and start_pub.get_subscription_count() > 0, 60, collector.spin), \
+            (tmp_path / "replay.log").read_text()[-2000:]
+        deadline = time.monotonic() + 90
+        while not collector.items and time.monotonic() < deadline:  # the node takes steps (one chunk sealed)
+            _stream(streamer, collector, 5)
+        boundary = streamer.t_ns + 10 * DT_NS
+        start_pub.publish(Header(stamp=Time(sec=-3), frame_id="forged"))
+        start_pub.publish(Header(stamp=msgs.ns_to_stamp(boundary), frame_id="fell"))
+        _stream(streamer, collector, 30)
+        collector.spin(1.0)
+        assert stop(proc, signal.SIGINT) == 0, (tmp_path / "replay.log").read_text()[-3000:]
+    finally:
+        if proc.poll() is None:
+            stop(proc, signal.SIGKILL)
+        rclpy.shutdown(context=context)
+    ds = Dataset(out)
+    stamps, episodes = ds.array("t_ns"), ds.array("episode_id")
+    before, after = episodes[stamps < boundary], episodes[stamps >= boundary]
+    assert before.size and after.size, stamps
+    assert before.max() < after.min(), "no episode spans the announced reset"
+    assert boundary in stamps.tolist() and episodes[stamps.tolist().index(boundary)] == after.min()

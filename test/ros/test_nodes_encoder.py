@@ -12,7 +12,7 @@ from node_harness import NodeProcess, Observer, diag_values, every, tiny_world_m
 from simdist_core.checkpoint import save_checkpoint
 from simdist_core.sim.go2_constants import DEFAULT_POSE_RAD, JOINT_NAMES
 from simdist_ros.sensors import sensors_to_messages
-from std_msgs.msg import Float32MultiArray
+from std_msgs.msg import Float32MultiArray, Header
 
 from simdist_ros import msgs, qos, topics
 
@@ -80,13 +80,27 @@ def test_encoder_node_publishes_latents_and_drops_bad_input(tmp_path):
         assert np.all(np.isfinite(blocks["z"])) and np.any(blocks["context"] != 0.0)
         assert diag_values(diags, "encoder")["model_version"] == "7"
 
-        # An episode reset (joints jump by 1 rad) restarts the history once; latents keep coming.
+        # An episode reset (joints jump by 1 rad) restarts the history once; latents keep coming. (A stall of
+        # this test's driver, more than 2.5 ticks between samples, restarts it too: counted as episode_gap.)
         n_latents = len(latents)
         mode["offset"] = 1.0
         assert obs.spin_until(lambda: len(latents) >= n_latents + 5, 60.0, on_spin=feed), diag_values(diags, "encoder")
-        assert obs.spin_until(lambda: _int(diags, "history_restarts") >= 1, 30.0, on_spin=feed), node.log()[-2000:]
-        assert _int(diags, "history_restarts") == 1, node.log()[-2000:]
-        assert "restarting the history" in node.log()
+        assert obs.spin_until(lambda: _int(diags, "episode_joint_jump") >= 1, 30.0, on_spin=feed), node.log()[-2000:]
+        assert _int(diags, "episode_joint_jump") == 1, node.log()[-2000:]
+        assert _int(diags, "history_restarts") >= 1 and "restarting the history" in node.log()
+
+        # A reset announced on episode_start restarts the history at the sample it names, with no jump at all;
+        # a malformed announcement is counted and ignored.
+        start_pub = obs.publisher(Header, topics.EPISODE_START, qos.EPISODE_START)
+        assert obs.spin_until(lambda: start_pub.get_subscription_count() >= 1, 30.0, on_spin=feed)
+        forged = Header(frame_id="forged")
+        forged.stamp.sec = -1
+        start_pub.publish(forged)
+        start_pub.publish(Header(stamp=msgs.ns_to_stamp(obs.node.get_clock().now().nanoseconds + 300_000_000),
+                                 frame_id="fell"))
+        assert obs.spin_until(lambda: _int(diags, "episode_announced") >= 1, 30.0, on_spin=feed), node.log()[-2000:]
+        assert obs.spin_until(lambda: _int(diags, "bad_episode_start") >= 1, 30.0, on_spin=feed), node.log()[-2000:]
+        assert _int(diags, "episode_announced") == 1 and _int(diags, "episode_joint_jump") == 1
 
         # 2. NaN joint velocities, then 3. a 20x15 height map: dropped, counted, never encoded.
         for kind in ("nan", "shape"):

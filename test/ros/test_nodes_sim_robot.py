@@ -9,7 +9,7 @@ from node_harness import NodeProcess, Observer, diag_values, unique_namespace
 from rclpy.qos import QoSProfile
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Image, Imu, JointState
-from std_msgs.msg import Bool, Float64MultiArray
+from std_msgs.msg import Bool, Float64MultiArray, Header
 from std_srvs.srv import Trigger
 
 from simdist_ros import msgs, qos, topics
@@ -111,7 +111,8 @@ def test_sim_robot_publishes_sensors_and_follows_commands(robot):
 @pytest.mark.timeout(240)
 def test_sim_robot_resets_on_fall_and_applies_overrides():
     """Overrides reach the env (fall_height_m=0.25, just under standing height) and a crouch command makes the
-    Go2 'fall': the node resets the task, logs it and counts it."""
+    Go2 'fall': the node resets the task, logs it, counts it and announces it on ``episode_start`` with the
+    stamp of the reset state's sensors (the start of the first episode reaches a late joiner too)."""
     if not _task_available("go2/flat"):
         pytest.skip("task go2/flat not registered yet")
     ns = unique_namespace("fall")
@@ -120,6 +121,8 @@ def test_sim_robot_resets_on_fall_and_applies_overrides():
     obs = Observer(ns)
     try:
         diags = obs.collect(DiagnosticArray, topics.DIAGNOSTICS, qos.RELIABLE)
+        starts = obs.collect(Header, topics.EPISODE_START, qos.EPISODE_START)
+        joint_states = obs.collect(JointState, topics.JOINT_STATES, qos.SENSOR)
         cmd_pub = obs.publisher(Float64MultiArray, topics.COMMAND, qos.command(50.0))
         crouch = np.tile([0.0, 1.0, -1.0], 4)  # thighs forward, calves folded: the base drops below 0.25 m
 
@@ -131,6 +134,12 @@ def test_sim_robot_resets_on_fall_and_applies_overrides():
         values = diag_values(diags, "sim robot")
         assert int(values["episodes"]) >= 2, values
         assert "robot fell" in node.log() and "resetting the task" in node.log()
+        assert obs.spin_until(lambda: any(h.frame_id == "fell" for h in starts), 30.0), [h.frame_id for h in starts]
+        assert starts[0].frame_id == "start", "transient-local: the announcement of the first reset is kept"
+        fell = next(msgs.stamp_to_ns(h.stamp) for h in starts if h.frame_id == "fell")
+        stamps = lambda: [msgs.stamp_to_ns(m.header.stamp) for m in joint_states]  # noqa: E731
+        assert obs.spin_until(lambda: max(stamps(), default=0) > fell, 30.0)
+        assert fell in stamps(), "the announced stamp is the stamp of the reset state's sensors"
     finally:
         obs.close()
         rc = node.stop()

@@ -4,7 +4,8 @@ Graph role (topics relative, see ``simdist_ros.topics``):
     in   ``joint_states``, ``imu``, ``odom`` (Go2: base twist; UR5e: TCP pose in the base frame),
          ``height_map`` (Go2), ``camera/image_raw`` + ``wrench`` (UR5e) — all qos.SENSOR;
          ``executed_command`` (qos.COMMAND: the action that preceded each observation), the task command
-         (qos.RELIABLE: ``cmd_vel`` Twist for Go2, ``fixture_pose`` PoseStamped for UR5e)
+         (qos.RELIABLE: ``cmd_vel`` Twist for Go2, ``fixture_pose`` PoseStamped for UR5e),
+         ``episode_start`` (std_msgs/Header, qos.EPISODE_START: resets announced by the simulated robot)
     out  ``latent`` (Float32MultiArray, qos.LATENT: ``z[D]`` + ``context[S,W]`` + the observation stamp),
          ``/diagnostics``
 
@@ -26,6 +27,12 @@ real robots often produce at a lower rate), non-finite or mis-shaped input skips
 latent is published from bad input, the reason is logged (throttled) and counted in diagnostics. A tick
 with no new ``joint_states`` sample skips quietly so that the history gets exactly one row per sample.
 
+Episodes: a :class:`simdist_core.data.episodes.EpisodeTracker` (the rule the replay buffer and the bag
+converter use too) decides where an episode starts: an announced ``episode_start``, a joint or base/TCP
+jump (``reset_jump_rad`` / ``reset_jump_m``: a real robot picked up and put down), a gap of more than 2.5
+ticks, a stamp going backwards, or a dropped sample. The history then restarts (``history_restarts``) and
+the Go2 gait clock counts from that sample, so the replayed data sees the same gait phase as the model.
+
 The encoder is frozen during adaptation (only dynamics are finetuned), so this node never reloads.
 Memory bound: 450 MiB RSS (soak peak 281 MiB Go2, 315 MiB UR5e: torch + the frozen model). What it holds:
 one message per topic, ``spec.history`` history rows, ``runtime.STAT_WINDOW`` latencies.
@@ -34,7 +41,7 @@ one message per topic, ``spec.history`` history rows, ``runtime.STAT_WINDOW`` la
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -44,8 +51,9 @@ from nav_msgs.msg import Odometry
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from sensor_msgs.msg import Image, Imu, JointState
+from simdist_core.data.episodes import EpisodeConfig, EpisodeTracker, header_stamp_ns
 from simdist_core.data.history import ObservationHistory
-from std_msgs.msg import Float32MultiArray, Float64MultiArray
+from std_msgs.msg import Float32MultiArray, Float64MultiArray, Header
 
 from simdist_ros import msgs, qos, topics
 from simdist_ros.model_swap import load_model
@@ -152,8 +160,8 @@ class EncoderNode(Node):
         self._command = np.asarray(params.default_command[: self.spec.command_dim], np.float32)
         self._executed: np.ndarray = np.zeros(self.spec.action_dim, np.float32)
         self._last_obs_ns: int | None = None
-        self._t0_ns: int | None = None
-        self._prev_pose: tuple[np.ndarray, np.ndarray] | None = None
+        self._tracker = EpisodeTracker(EpisodeConfig.for_rate(self.control_hz, joint_jump_rad=params.reset_jump_rad,
+                                                                base_jump_m=params.reset_jump_m))
         self._lock = threading.Lock()
         self.counts: dict[str, int] = {"latents": 0}
         self._last_skip = ""
@@ -161,7 +169,7 @@ class EncoderNode(Node):
         self._input_age_s = float("nan")
 
         # The sensor callbacks encode, so they share the tick's group (relevant to a multi-threaded executor
-        # only). The executed command and the task command are subscribed FIRST: an executor handles the
+        # only). The executed command, the task command and episode starts are subscribed FIRST: an executor handles the
         # messages one wait returns in subscription order, and the driver publishes the executed action
         # before the sensors it precedes, so the step's action is in place when its bundle completes.
         tick_group, io_group = MutuallyExclusiveCallbackGroup(), MutuallyExclusiveCallbackGroup()
@@ -170,6 +178,8 @@ class EncoderNode(Node):
         if self.spec.command_dim:
             topic, msg_type = msgs.TASK_COMMAND_TOPICS[self.spec.name]
             self.create_subscription(msg_type, topic, self._on_task_command, qos.RELIABLE, callback_group=tick_group)
+        self.create_subscription(Header, topics.EPISODE_START, self._on_episode_start, qos.EPISODE_START,
+                                 callback_group=tick_group)  # before the sensors: a reset is known when they arrive
         for key in SENSOR_TOPICS[self.spec.name]:
             topic = topics.CAMERA_IMAGE if key == "camera" else getattr(topics, key.upper())
             self.create_subscription(_MSG_TYPES[key], topic, self._store(key), qos.SENSOR, callback_group=tick_group)
@@ -222,8 +232,17 @@ class EncoderNode(Node):
             self._skip_log("bad_executed_command", str(exc))
 
     def _on_params(self, params: EncoderParams) -> None:
+        self._tracker.config = replace(self._tracker.config, joint_jump_rad=params.reset_jump_rad,
+                                        base_jump_m=params.reset_jump_m)
         if not self._got_command and self.spec.command_dim:
             self._command = np.asarray(params.default_command[: self.spec.command_dim], np.float32)
+
+    def _on_episode_start(self, msg: Header) -> None:
+        """A reset announced by the simulated robot: the history restarts at the sample it names."""
+        try:
+            self._tracker.announce(header_stamp_ns(msg))
+        except ValueError as exc:  # untrusted input: counted and ignored (a forged stamp could only split)
+            self._count_and_log("bad_episode_start", f"ignoring episode_start: {exc}")
 
     def _on_task_command(self, msg: Any) -> None:  # noqa: ANN401  (Twist or PoseStamped)
         try:
@@ -284,20 +303,19 @@ class EncoderNode(Node):
             raise SkipTick("late_input", f"inputs older than their age limit (s): {late}")
         if stamps["joint_states"] == self._last_obs_ns:
             raise SkipTick("no_new_sample", "no new joint_states sample")
-        restart = self._discontinuity(latest)
-        if self._t0_ns is None or restart:
-            self._t0_ns = stamps["joint_states"]  # the gait clock restarts with the episode, as in the env
-        phase_time_s = (stamps["joint_states"] - self._t0_ns) * 1e-9
+        restart = self._new_episode(latest, obs_t_ns)
+        phase_time_s = self._tracker.clock_s(obs_t_ns)  # the gait clock restarts with the episode, as in the env
         try:
             obs = obs_from_messages(self.spec, latest, self.joint_names, self._command, phase_time_s,
                                     self.params.gait_period_s)  # fmt: skip
         except ValueError as exc:  # MessageError is a ValueError, so is a core proprio check
+            self._tracker.break_episode()  # a hole in the history, as a dropped step in the replay data
             raise SkipTick("bad_input", f"dropping observation: {exc}") from None
         self._last_obs_ns = stamps["joint_states"]
         return obs, obs_t_ns, restart
 
-    def _discontinuity(self, latest: dict[str, Any]) -> bool:
-        """True if joints or the base/TCP jumped since the last sample: an episode reset (sim) or a glitch.
+    def _new_episode(self, latest: dict[str, Any], obs_t_ns: int) -> bool:
+        """True if this sample starts an episode (:class:`EpisodeTracker`): first sample, announced reset, jump, gap.
 
         The history then restarts from this observation (first row repeated, zero actions), which is how
         training windows start an episode.
@@ -306,17 +324,18 @@ class EncoderNode(Node):
             pos, _, _ = msgs.joint_state_to_arrays(latest["joint_states"], self.joint_names)
             base = msgs.odom_to_arrays(latest["odom"])[0]
         except msgs.MessageError as exc:
+            self._tracker.break_episode()
             raise SkipTick("bad_input", f"dropping observation: {exc}") from None
-        prev, self._prev_pose = self._prev_pose, (pos, base)
-        if prev is None:
+        reason = self._tracker.step(obs_t_ns, pos, base)
+        if reason is None:
             return False
-        joint_jump = float(np.max(np.abs(pos - prev[0])))
-        base_jump = float(np.linalg.norm(base - prev[1]))
-        if joint_jump > self.params.reset_jump_rad or base_jump > self.params.reset_jump_m:
-            self._count_and_log("history_restarts", f"observation jumped (joints {joint_jump:.2f} rad, base "
-                                f"{base_jump:.2f} m): restarting the history, as at an episode start")  # fmt: skip
-            return True
-        return False
+        if self._tracker.episodes_started > 1:  # the first sample starts the history anyway
+            joint_jump, base_jump = self._tracker.last_jump
+            with self._lock:
+                self.counts[f"episode_{reason}"] = self.counts.get(f"episode_{reason}", 0) + 1
+            self._count_and_log("history_restarts", f"new episode ({reason}; joints moved {joint_jump:.2f} rad, base "
+                                f"{base_jump:.2f} m): restarting the history")  # fmt: skip
+        return True
 
     def _count_and_log(self, counter: str, message: str) -> None:
         with self._lock:

@@ -50,5 +50,19 @@ ANNOUNCE = QoSProfile(
 )
 """Chunk-ready and model-update announcements: a late joiner still gets the latest one."""
 
+EPISODE_START = QoSProfile(
+    history=HistoryPolicy.KEEP_LAST,
+    depth=5,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.TRANSIENT_LOCAL,
+)
+"""``episode_start`` reset announcements (simdist_core.data.episodes).
+
+Reliable: a lost announcement would merge two episodes wherever the jump rule does not catch the reset
+(a reset pose close to the last one). Keep-last 5, not 1: resets can come a few ticks apart (a robot that
+falls at once), and a reader that is a few ticks behind must still get each one. Transient-local: a node
+that joins late (or restarts) gets the latest announcements; a past one is harmless, it only splits.
+"""
+
 RELIABLE = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.RELIABLE)
 """Visualisation, plans, diagnostics: reliable, small queue."""

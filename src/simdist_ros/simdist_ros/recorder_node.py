@@ -56,6 +56,7 @@ COMMON_TOPICS: tuple[tuple[str, str], ...] = (
     (topics.PREDICTED_ROLLOUT, "visualization_msgs/msg/MarkerArray"),
     (topics.DIAGNOSTICS, "diagnostic_msgs/msg/DiagnosticArray"),
     (topics.CHUNK_READY, "std_msgs/msg/String"), (topics.MODEL_UPDATE, "std_msgs/msg/String"),
+    (topics.EPISODE_START, "std_msgs/msg/Header"),  # resets of the simulated robot: bag conversion cuts there
 )
 
 
@@ -197,6 +198,8 @@ def _qos_for(topic: str) -> QoSProfile:
         return _SENSOR_RECORDING
     if topic in (topics.CHUNK_READY, topics.MODEL_UPDATE):
         return qos.ANNOUNCE
+    if topic == topics.EPISODE_START:
+        return qos.EPISODE_START
     if topic in (topics.COMMAND, topics.EXECUTED_COMMAND, topics.LATENT):
         # Reliable without a deadline: the recorder must not raise deadline events of its own.
         return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.RELIABLE)

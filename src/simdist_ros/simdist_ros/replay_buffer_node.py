@@ -8,6 +8,11 @@ proprio function, exactly as the encoder does. Records go to
 JSON ``{path, steps, sha256, index, total_steps, dropped}`` (``qos.ANNOUNCE``: a late finetuner still
 gets the newest one; it scans the folder for older ones).
 
+Episodes: the assembler's :class:`simdist_core.data.episodes.EpisodeTracker` (the encoder's rule) cuts
+episodes at drops, gaps, jumps and at the resets the simulated robot announces on ``episode_start``
+(``std_msgs/Header``, qos.EPISODE_START), which this node forwards. A malformed announcement is counted
+(``dropped_bad_episode_start``) and ignored; a forged one can only split an episode.
+
 Restart: sealed chunks are never touched; numbering and episode ids continue after what is on disk;
 a crash (even SIGKILL) loses at most the open chunk (< ``chunk_steps`` steps; ``open_steps`` in the
 diagnostics says how many at any moment). On a clean shutdown the open chunk is sealed.
@@ -41,6 +46,7 @@ from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile
 from sensor_msgs.msg import Image, Imu, JointState
 from simdist_core.data.chunks import ChunkWriter, read_meta
+from simdist_core.data.episodes import header_stamp_ns
 from simdist_core.data.transitions import (
     OPTIONAL_SENSORS,
     REQUIRED_SENSORS,
@@ -49,7 +55,7 @@ from simdist_core.data.transitions import (
     next_episode_id,
 )
 from simdist_core.robots import get_robot
-from std_msgs.msg import Float64MultiArray, String
+from std_msgs.msg import Float64MultiArray, Header, String
 
 from simdist_ros import msgs, qos, topics
 from simdist_ros.params import P, declare_table
@@ -79,6 +85,8 @@ class ReplayParams:
     max_queue: int
     max_staleness_ticks: float
     max_gap_ticks: float
+    reset_jump_rad: float
+    reset_jump_m: float
     default_command: tuple[float, ...]
     fsync: bool
     diagnostics_period_s: float
@@ -101,6 +109,10 @@ PARAMS = (
       lo=0.5, hi=100.0, read_only=True),
     P("max_gap_ticks", 2.5, "Steps further apart than this many periods start a new episode", lo=1.0, hi=1000.0,
       read_only=True),
+    P("reset_jump_rad", 0.5, "Joint jump (rad) between steps that starts a new episode (= the encoder's)",
+      lo=0.01, hi=10.0, read_only=True),
+    P("reset_jump_m", 0.3, "Base/TCP jump (m) between steps that starts a new episode (= the encoder's)",
+      lo=0.001, hi=100.0, read_only=True),
     P("default_command", (0.5, 0.0, 0.0), "Task command until one arrives (= the encoder's default_command)",
       read_only=True),
     P("fsync", True, "fsync sealed chunks (leave on; off only for throwaway tests)", read_only=True),
@@ -137,6 +149,7 @@ class ReplayBufferNode(Node):
         self.writer = ChunkWriter(shard_dir, chunk_steps=p.chunk_steps, fsync=p.fsync)
         dt = self.spec.control_dt
         config = AssemblerConfig(max_staleness_s=p.max_staleness_ticks * dt, max_gap_s=p.max_gap_ticks * dt,
+                                 joint_jump_rad=p.reset_jump_rad, base_jump_m=p.reset_jump_m,
                                  default_command=p.default_command if self.spec.command_dim else None)
         self.assembler = TransitionAssembler(self.spec, config, first_episode_id=next_episode_id(shard_dir))
         self._queue: queue.Queue[dict[str, np.ndarray] | None] = queue.Queue(maxsize=p.max_queue)
@@ -148,6 +161,9 @@ class ReplayBufferNode(Node):
         # falls behind, the executor takes one message per subscription per round in this order, so a
         # backlog drains in lockstep (sensors of step k, then command k) instead of being overwritten.
         group = MutuallyExclusiveCallbackGroup()
+        # First, so that in a round the announcement is taken before the sensors of the step it announces.
+        self.create_subscription(Header, topics.EPISODE_START, self._on_episode_start, qos.EPISODE_START,
+                                 callback_group=group)
         for kind in (*REQUIRED_SENSORS[self.spec.name], *OPTIONAL_SENSORS[self.spec.name]):
             topic, msg_type = SENSOR_SUBSCRIPTIONS[kind]
             profile = qos.RELIABLE if kind in OPTIONAL_SENSORS[self.spec.name] else _with_depth(qos.SENSOR)
@@ -169,6 +185,15 @@ class ReplayBufferNode(Node):
             self.assembler.on_sensor(kind, msg)
 
         return callback
+
+    def _on_episode_start(self, msg: Header) -> None:
+        try:
+            t_ns = header_stamp_ns(msg)
+        except ValueError as exc:  # untrusted: counted by the assembler as a bad announcement, never fatal
+            self.assembler.dropped["bad_episode_start"] = self.assembler.dropped.get("bad_episode_start", 0) + 1
+            self.get_logger().warning(f"ignoring episode_start: {exc}", throttle_duration_sec=2.0)
+            return
+        self.assembler.on_episode_start(t_ns)
 
     def _on_executed(self, msg: Float64MultiArray) -> None:
         record = self.assembler.on_executed_command(np.asarray(msg.data))

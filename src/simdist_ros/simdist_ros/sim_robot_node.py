@@ -7,6 +7,7 @@ Graph role (topics relative, see ``simdist_ros.topics``):
          ``joint_states``, ``odom`` (TCP pose), ``wrench``, ``camera/image_raw`` (rgb8) (UR5e);
          ``executed_command`` (qos.executed: reliable, 2 s of history), the task's command as an operator
          would give it (qos.RELIABLE: ``cmd_vel`` Twist for Go2, ``fixture_pose`` PoseStamped for UR5e),
+         ``episode_start`` (std_msgs/Header, qos.EPISODE_START: every reset, before its sensors),
          ``/clock``, ``/diagnostics``
 
 The node owns simulated time: it runs on wall time itself (``use_sim_time`` false), steps the env one
@@ -24,7 +25,11 @@ answers the newest observation, so the delay is 0 by construction.
 
 Safety, as in a real driver: a command older than ``command_timeout_s`` of sim time (or none at all)
 -> hold the default pose (zero action), counted and logged; out-of-range commands are clamped and
-counted. A fall (or the episode time limit) resets the task and says so in the log and diagnostics.
+counted. A fall (or the episode time limit) resets the task and says so in the log and diagnostics, and
+on ``episode_start``: its stamp is the stamp of the new episode's first observation, its ``frame_id`` the
+reason (``start``, ``fell``, ``time_limit``, ``success``, ``sim_error``). The encoder and the replay buffer
+cut the episode there, even where the reset pose is close to the last one (see
+``simdist_core.data.episodes``); real drivers announce nothing, their resets are caught by the jump rule.
 
 Memory bound: 600 MiB RSS (soak peak 321 MiB Go2, 437 MiB UR5e with its renderer). What it holds: the env,
 one latest command, fixed-size counters.
@@ -47,7 +52,7 @@ from sensor_msgs.msg import Image, Imu, JointState
 from simdist_core.config import parse_overrides
 from simdist_core.robots import get_robot
 from simdist_core.sim.base import RobotEnv, make_env
-from std_msgs.msg import Bool, Float64MultiArray
+from std_msgs.msg import Bool, Float64MultiArray, Header
 from std_srvs.srv import Trigger
 
 from simdist_ros import msgs, qos, topics
@@ -146,6 +151,7 @@ class SimRobotNode(Node):
         )
         command_topic, command_type = msgs.TASK_COMMAND_TOPICS[self.spec.name]
         self._task_command_pub = self.create_publisher(command_type, command_topic, qos.RELIABLE)
+        self._episode_pub = self.create_publisher(Header, topics.EPISODE_START, qos.EPISODE_START)
         self._diag_pub = self.create_publisher(msgs.DiagnosticArray, topics.DIAGNOSTICS, qos.RELIABLE)
         self.create_subscription(Float64MultiArray, topics.COMMAND, self._on_command, qos.command(self.spec.control_hz))
         self._estop_reason = ""
@@ -250,6 +256,7 @@ class SimRobotNode(Node):
         try:
             self.env = make_env(params.task, parse_overrides(params.overrides))
             self.env.reset(seed=params.seed)
+            self._announce_episode("start", self.sim_ns)
             self._publish_state(self._sensors(None))
         except Exception as exc:  # noqa: BLE001  (reported by the constructor, which fails the process)
             self._start_error = exc
@@ -266,6 +273,9 @@ class SimRobotNode(Node):
                 self.get_logger().error(f"simulation step failed ({exc}); resetting the task")
                 with self._env_lock:
                     self.env.reset()
+                    # The reset state is not published: the next step's observation (one period on) opens the
+                    # episode. Any stamp already published is <= sim_ns, so the boundary is never in the past.
+                    self._announce_episode("sim_error", self.sim_ns + self.dt_ns)
             rtf = self._tunable.current.real_time_factor
             if rtf <= 0.0:
                 next_wall = time.monotonic()
@@ -317,11 +327,11 @@ class SimRobotNode(Node):
             # A task may terminate on success (UR5e insertion) as well as on failure (Go2 fall).
             succeeded = bool(episode_metrics.get("success", False))
             if succeeded:
-                reason, counter = "completed the task", "successes"
+                reason, counter, cause = "completed the task", "successes", "success"
             elif result.terminated:
-                reason, counter = "fell", "falls"
+                reason, counter, cause = "fell", "falls", "fell"
             else:
-                reason, counter = "reached the episode time limit", "time_limits"
+                reason, counter, cause = "reached the episode time limit", "time_limits", "time_limit"
             self._count(counter)
             if counter == "falls" and not params.reset_on_fall:
                 return
@@ -331,7 +341,12 @@ class SimRobotNode(Node):
             self.env.reset()
             self._count("episodes")
             self.sim_ns += self.dt_ns  # the reset takes one control period: its state gets a stamp of its own
+            self._announce_episode(cause, self.sim_ns)  # before the sensors it announces
             self._publish_state(self._sensors(None))
+
+    def _announce_episode(self, cause: str, t_ns: int) -> None:
+        """Publish ``episode_start``: a new episode begins with the observation stamped ``t_ns``."""
+        self._episode_pub.publish(Header(stamp=msgs.ns_to_stamp(t_ns), frame_id=cause))
 
     def _sensors(self, obs: dict[str, np.ndarray] | None) -> dict[str, np.ndarray]:
         if self.spec.image_shape is None:

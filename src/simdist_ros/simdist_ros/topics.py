@@ -16,6 +16,9 @@ TASK_COMMAND = "cmd_vel"  # geometry_msgs/Twist velocity command (Go2)
 FIXTURE_POSE = "fixture_pose"  # geometry_msgs/PoseStamped registered fixture (hole) pose, base frame (UR5e command)
 CLOCK = "/clock"  # rosgraph_msgs/Clock from the simulated robot (absolute: one clock per graph)
 
+# Episodes (simulated robot -> encoder, replay buffer, recorder). QoS: qos.EPISODE_START.
+EPISODE_START = "episode_start"  # std_msgs/Header: stamp = first observation of the new episode, frame_id = reason
+
 # Control. QoS: qos.COMMAND.
 COMMAND = "joint_command"  # std_msgs/Float64MultiArray, normalised action in [-1, 1]^A (forward-command style)
 EXECUTED_COMMAND = "executed_command"  # std_msgs/Float64MultiArray, the action the driver actually applied

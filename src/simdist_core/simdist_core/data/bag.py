@@ -4,6 +4,11 @@
 assembly is :class:`simdist_core.data.transitions.TransitionAssembler`, the same object the live
 replay-buffer node uses, so a bag and a live session give the same records.
 
+Episode boundaries: the simulated robot announces each reset on ``episode_start`` (``std_msgs/Header``,
+stamp = the first observation of the new episode). The recorder may log it a little after or before the
+sensors it precedes, so the converter reads ALL announcements first (it has the whole bag) and hands them
+to the assembler in stamp order, a few ahead of the stream (the assembler keeps a bounded set).
+
 Topics are matched by their last path components (a namespaced ``/go2/joint_states`` works), with the
 names of ``simdist_ros.topics`` (a test checks that the two tables agree).
 """
@@ -14,10 +19,12 @@ import argparse
 import logging
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from simdist_core.data.chunks import ChunkWriter
+from simdist_core.data.episodes import header_stamp_ns
 from simdist_core.data.transitions import EXTRACTORS, TransitionAssembler, next_episode_id
 from simdist_core.robots import RobotSpec, get_robot
 
@@ -36,6 +43,8 @@ SENSOR_TOPICS: dict[str, str] = {
 """Topic name (as in ``simdist_ros.topics``) -> sensor kind of :data:`transitions.EXTRACTORS`."""
 EXECUTED_COMMAND_TOPIC = "executed_command"
 """The action the driver applied (``std_msgs/Float64MultiArray``)."""
+EPISODE_START_TOPIC = "episode_start"
+"""A reset announced by the simulated robot (``std_msgs/Header``; see :mod:`simdist_core.data.episodes`)."""
 
 
 class BagError(ValueError):
@@ -44,10 +53,23 @@ class BagError(ValueError):
 
 def _kind(topic: str) -> str | None:
     name = topic.strip("/")
-    for suffix in sorted((*SENSOR_TOPICS, EXECUTED_COMMAND_TOPIC), key=len, reverse=True):
+    for suffix in sorted((*SENSOR_TOPICS, EXECUTED_COMMAND_TOPIC, EPISODE_START_TOPIC), key=len, reverse=True):
         if name == suffix or name.endswith("/" + suffix):
-            return SENSOR_TOPICS.get(suffix, "action")
+            return {EXECUTED_COMMAND_TOPIC: "action", EPISODE_START_TOPIC: "episode_start"}.get(
+                suffix, SENSOR_TOPICS.get(suffix))
     return None
+
+
+def _announcements(reader: Any, connections: list[Any], dropped: dict[str, int]) -> list[int]:  # noqa: ANN401
+    """Stamps (ns, sorted, unique) of every valid ``episode_start`` in the bag; bad ones are counted in ``dropped``."""
+    stamps: set[int] = set()
+    for conn, _t_ns, raw in reader.messages(connections=connections):
+        try:
+            stamps.add(header_stamp_ns(reader.deserialize(raw, conn.msgtype)))
+        except Exception as exc:  # noqa: BLE001  (undecodable or malformed: untrusted input, never fatal)
+            dropped["bad_episode_start"] = dropped.get("bad_episode_start", 0) + 1
+            log.warning("skipping bad %s message: %s", conn.topic, exc)
+    return sorted(stamps)
 
 
 def bag_to_dataset(bag_path: str | Path, out_dir: str | Path, spec: RobotSpec | str, *, chunk_steps: int = 1000,
@@ -79,12 +101,15 @@ def bag_to_dataset(bag_path: str | Path, out_dir: str | Path, spec: RobotSpec | 
     except Exception as exc:  # noqa: BLE001  (rosbags raises several unrelated types for a bad bag)
         raise BagError(f"cannot open bag {bag_path}: {exc}") from exc
     try:
-        connections = [c for c in reader.connections if _kind(c.topic) is not None]
+        connections = [c for c in reader.connections if _kind(c.topic) not in (None, "episode_start")]
+        announce_conns = [c for c in reader.connections if _kind(c.topic) == "episode_start"]
         if not any(_kind(c.topic) == "action" for c in connections):
             raise BagError(f"bag {bag_path} has no {EXECUTED_COMMAND_TOPIC!r} topic; topics: "
                            f"{sorted({c.topic for c in reader.connections})}")
         with ChunkWriter(out_dir / "shard-bag-0000", chunk_steps=chunk_steps, fsync=fsync) as writer:
             assembler = TransitionAssembler(spec, first_episode_id=next_episode_id(writer.shard_dir))
+            boundaries = _announcements(reader, announce_conns, assembler.dropped) if announce_conns else []
+            capacity, fed = assembler.tracker.config.max_pending, 0
             for conn, _t_ns, raw in reader.messages(connections=connections):
                 kind = _kind(conn.topic)
                 try:
@@ -94,6 +119,11 @@ def bag_to_dataset(bag_path: str | Path, out_dir: str | Path, spec: RobotSpec | 
                     log.warning("skipping undecodable %s message: %s", conn.topic, exc)
                     continue
                 if kind == "action":
+                    # Keep the assembler's bounded set topped up with the next boundaries in stamp order: a
+                    # step prunes those it passed, so each is pending when the stream reaches it.
+                    while fed < len(boundaries) and len(assembler.tracker.pending) < capacity:
+                        assembler.on_episode_start(boundaries[fed])
+                        fed += 1
                     record = assembler.on_executed_command(np.asarray(msg.data))
                     if record is not None:
                         writer.append(record)

@@ -10,8 +10,10 @@ Assembly rule (identical live and offline, messages taken in arrival / log-time 
       the observation built from the latest sensors + that action, stamped with the newest sensor stamp;
     * a step is dropped (and the episode broken) when a required sensor is missing or older than
       ``max_staleness_s`` relative to the newest one, or when an extractor rejects a message;
-    * a new episode starts when two consecutive steps are more than ``max_gap_s`` apart, when the
-      observation stamp goes backwards (simulator reset), or after a dropped step.
+    * a new episode starts where :class:`simdist_core.data.episodes.EpisodeTracker` says so (the rule the
+      encoder node uses too): after a dropped step, a stamp that does not increase, an announced
+      ``episode_start`` boundary (:meth:`TransitionAssembler.on_episode_start`), a joint or base / tool tip
+      jump, or a gap of more than ``max_gap_s``; the Go2 gait clock restarts with every episode.
 
 Labels: the robot cannot observe the expert's reward/value or the privileged probe. Dynamics-only
 finetuning needs only observations and actions (latent consistency), so these records store no
@@ -32,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from simdist_core.data.episodes import EpisodeConfig, EpisodeTracker
 from simdist_core.robots import RobotSpec
 
 log = logging.getLogger(__name__)
@@ -189,7 +192,7 @@ def observation_from_sensors(spec: RobotSpec, sensors: Mapping[str, np.ndarray],
     """Build the model observation from sensor arrays with the robot's core function.
 
     Go2: ``simdist_core.sim.go2_obs.proprio_from_sensors`` (the function the env and encoder use); like the
-    encoder node, the gait clock ``t_clock_s`` counts from the first sample seen. UR5e:
+    encoder node, the gait clock ``t_clock_s`` counts from the episode's first step. UR5e:
     ``simdist_core.sim.ur5e.proprio_from_sensors`` with the TCP pose from odom.
 
     Raises:
@@ -209,6 +212,10 @@ class AssemblerConfig:
     """A required sensor older than this (vs. the newest one) drops the step."""
     max_gap_s: float = 0.1
     """Consecutive steps further apart than this start a new episode."""
+    joint_jump_rad: float = EpisodeConfig.joint_jump_rad
+    """A joint jump larger than this between steps starts a new episode (= the encoder's ``reset_jump_rad``)."""
+    base_jump_m: float = EpisodeConfig.base_jump_m
+    """A base / tool tip jump larger than this starts a new episode (= the encoder's ``reset_jump_m``)."""
     default_command: tuple[float, ...] | None = None
     """Task command until the first command message (the encoder node's ``default_command``); None =
     :data:`DEFAULT_COMMAND` of the robot."""
@@ -216,8 +223,12 @@ class AssemblerConfig:
     def __post_init__(self) -> None:
         if not self.max_staleness_s > 0:
             raise ValueError(f"max_staleness_s must be > 0, got {self.max_staleness_s=}")
-        if not self.max_gap_s > 0:
-            raise ValueError(f"max_gap_s must be > 0, got {self.max_gap_s=}")
+        self.episode_config()  # validates the episode thresholds
+
+    def episode_config(self) -> EpisodeConfig:
+        """The episode rule these settings describe."""
+        return EpisodeConfig(max_gap_s=self.max_gap_s, joint_jump_rad=self.joint_jump_rad,
+                             base_jump_m=self.base_jump_m)
 
 
 class TransitionAssembler:
@@ -241,18 +252,30 @@ class TransitionAssembler:
         self.observe = observe or observation_from_sensors
         self.required = REQUIRED_SENSORS[spec.name]
         self._latest: dict[str, tuple[int, dict[str, np.ndarray]]] = {}
-        self._last_t_ns: int | None = None
-        self._t0_ns: int | None = None
+        self.tracker = EpisodeTracker(self.config.episode_config())
+        """Episode boundaries and the gait clock origin (the encoder node's rule)."""
         default = self.config.default_command
         self._default_command = np.asarray(default if default is not None else DEFAULT_COMMAND[spec.name], np.float32)
         self.episode_id = first_episode_id
-        self._episode_open = False
         self.steps = 0
         self.dropped: dict[str, int] = {}
 
     def _drop(self, reason: str) -> None:
         self.dropped[reason] = self.dropped.get(reason, 0) + 1
-        self._episode_open = False
+        self.tracker.break_episode()
+
+    def on_episode_start(self, t_ns: int) -> bool:
+        """An announced reset: a new episode starts at the first step stamped ``>= t_ns``.
+
+        The announcement is untrusted: a malformed stamp is counted (``dropped["bad_episode_start"]``) and
+        ignored, and a forged one can only split an episode. Returns True if the boundary was kept.
+        """
+        before = self.tracker.counts["announce_rejected"]
+        kept = self.tracker.announce(t_ns)
+        if self.tracker.counts["announce_rejected"] != before:
+            self.dropped["bad_episode_start"] = self.dropped.get("bad_episode_start", 0) + 1
+            log.warning("episode_start rejected: stamp %r", t_ns)
+        return kept
 
     def on_sensor(self, kind: str, msg: Any) -> None:  # noqa: ANN401  (rclpy or rosbags message)
         """Remember the latest message of one sensor kind (rejected messages are counted, not stored)."""
@@ -281,22 +304,18 @@ class TransitionAssembler:
         for kind in (*self.required, *OPTIONAL_SENSORS[self.spec.name]):
             if kind in self._latest:
                 sensors.update(self._latest[kind][1])
-        new_episode = (not self._episode_open or self._last_t_ns is None or t_ns <= self._last_t_ns
-                       or (t_ns - self._last_t_ns) * 1e-9 > self.config.max_gap_s)
-        if self._t0_ns is None:
-            self._t0_ns = t_ns
+        # The joints and the base (Go2 odom) / tool tip (UR5e odom) feed the jump rule, like the encoder's.
+        new_episode = self.tracker.step(t_ns, sensors["joint_pos_rad"], sensors["odom_pos_m"]) is not None
         if "command" not in sensors and self.spec.command_dim:
             sensors["command"] = self._default_command
         try:
-            obs = self.observe(self.spec, sensors, (t_ns - self._t0_ns) * 1e-9)
+            obs = self.observe(self.spec, sensors, self.tracker.clock_s(t_ns))
         except SensorError as exc:
             log.warning("observation rejected: %s", exc)
             self._drop("bad_observation")
             return None
         if new_episode and self.steps > 0:
             self.episode_id += 1
-        self._episode_open = True
-        self._last_t_ns = t_ns
         self.steps += 1
         return make_record(self.spec, obs, act, t_ns, self.episode_id)
 
