@@ -32,3 +32,26 @@ def test_nice_policy_only_lowers_the_priority():
     applied, scheduler, nice = _in_child("nice", 3)
     assert applied == "nice" and scheduler == os.SCHED_OTHER
     assert nice == min(19, base + 3)
+
+
+def test_duty_cycle_sleeps_for_the_rest_of_the_share():
+    from simdist_core.training.adapt import DutyCycle
+
+    now = [0.0]
+    slept = []
+
+    def sleep(s):
+        slept.append(s)
+        now[0] += s
+
+    duty = DutyCycle(0.25, clock=lambda: now[0], sleep=sleep)
+    for work in (0.01, 0.03):
+        now[0] += work  # one update's work
+        duty()
+    assert slept == pytest.approx([0.03, 0.09])  # work is a quarter of the time
+    assert duty.slept_s == pytest.approx(0.12)
+    with pytest.raises(ValueError, match="fraction"):
+        DutyCycle(0.0)
+    full = DutyCycle(1.0, clock=lambda: now[0], sleep=sleep)
+    full()
+    assert len(slept) == 2  # no cap: never sleeps

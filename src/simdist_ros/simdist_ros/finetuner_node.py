@@ -2,8 +2,9 @@
 
 Listens to ``replay/chunk_ready`` (and scans ``replay_dir`` at start). Once ``min_new_steps`` steps
 arrived since the last round, it runs ONE round in a worker process (``multiprocessing`` spawn, so
-torch lives outside this process; the worker caps torch to ``torch_threads`` threads and lowers its
-priority by ``nice`` so the planner keeps its core):
+torch lives outside this process; the worker caps torch to ``torch_threads`` threads, runs under
+``cpu_policy`` (Linux SCHED_IDLE by default) at ``nice``, and trains at most ``cpu_duty`` of the wall time,
+so the control loop keeps its CPU time; ``simdist bench graph`` measures what each setting leaves it):
 ``simdist_core.training.adapt.finetune_dynamics`` on the replay dataset (checksums verified on open),
 validated on the newest ``holdout_fraction`` of the steps (held out, the data the robot faces next).
 If the gate passes, the worker writes ``<output_dir>/v<version>`` with
@@ -70,6 +71,7 @@ class FinetunerParams:
     torch_threads: int
     nice: int
     cpu_policy: str
+    cpu_duty: float
     check_period_s: float
 
     def __post_init__(self) -> None:
@@ -96,6 +98,8 @@ PARAMS = (
       read_only=True),
     P("cpu_policy", "idle", "Worker CPU scheduling: idle (Linux SCHED_IDLE: only CPU time the control loop "
       "leaves) or nice (the nice value alone)", read_only=True),
+    P("cpu_duty", 1.0, "Most share of wall time the worker trains; it sleeps the rest (1 = no cap; the update "
+      "rate scales with it)", lo=0.05, hi=1.0, read_only=True),
     P("check_period_s", 1.0, "How often to check for data and finished rounds (s)", lo=0.05, hi=60.0, read_only=True),
 )
 """The node's parameter table."""
@@ -144,7 +148,7 @@ def run_round(job: dict[str, Any]) -> dict[str, Any]:
 
     Args:
         job: ``parent`` checkpoint, ``replay_dir``, ``output_dir``, ``config`` (FinetuneConfig fields),
-            ``torch_threads``, ``nice``, ``cpu_policy``.
+            ``torch_threads``, ``nice``, ``cpu_policy``, ``cpu_duty``.
     """
     policy = lower_priority(job.get("cpu_policy", "nice"), int(job["nice"]))
     import torch
@@ -154,15 +158,16 @@ def run_round(job: dict[str, Any]) -> dict[str, Any]:
     from simdist_core.config import from_dict
     from simdist_core.data.dataset import Dataset
     from simdist_core.planning.mppi import PlannerConfig
-    from simdist_core.training.adapt import FinetuneConfig, finetune_dynamics
+    from simdist_core.training.adapt import DutyCycle, FinetuneConfig, finetune_dynamics
 
     t0 = time.perf_counter()
     model, manifest = load_checkpoint(job["parent"])
     data = Dataset(job["replay_dir"], verify="open", on_corrupt="skip")
-    new, report = finetune_dynamics(model, data, FinetuneConfig(**job["config"]))
+    duty = DutyCycle(float(job.get("cpu_duty", 1.0)))
+    new, report = finetune_dynamics(model, data, FinetuneConfig(**job["config"]), after_update=duty)
     result: dict[str, Any] = {"data_steps": int(data.n_steps), "report": report.to_json(), "gate": asdict(report.gate),
                               "parent_version": int(manifest.version), "cpu_policy": policy,
-                              "wall_s": time.perf_counter() - t0}
+                              "cpu_duty": duty.fraction, "slept_s": duty.slept_s, "wall_s": time.perf_counter() - t0}
     if not report.gate.passed:
         return result
     version = max(int(manifest.version), _max_version(Path(job["output_dir"]))) + 1
@@ -270,7 +275,7 @@ class FinetunerNode(Node):
                   "min_improvement": p.min_improvement, "recent_steps": p.recent_steps, "seed": self.rounds}
         job = {"parent": str(self.parent), "replay_dir": str(self.replay_dir), "output_dir": str(self.output_dir),
                "config": config, "torch_threads": p.torch_threads, "nice": p.nice,
-               "cpu_policy": p.cpu_policy}
+               "cpu_policy": p.cpu_policy, "cpu_duty": p.cpu_duty}
         self.rounds += 1
         self._round_steps = self.known_steps
         self.get_logger().info(f"round {self.rounds}: finetuning {self.parent.name} on {self.known_steps} steps")
@@ -312,7 +317,8 @@ class FinetunerNode(Node):
                   **executor_counts()}
         if self.last_result:  # what the last round cost: its wall time under the worker's CPU policy
             values.update(last_round_wall_s=round(float(self.last_result.get("wall_s", float("nan"))), 2),
-                          cpu_policy=self.last_result.get("cpu_policy", "?"))
+                          cpu_policy=self.last_result.get("cpu_policy", "?"),
+                          cpu_duty=self.last_result.get("cpu_duty", 1.0))
         level = "error" if self.counts["errors"] else "ok"
         status = msgs.make_status(f"{self.get_name()}: finetuner", level, f"parent {self.parent.name}", values)
         self._diag_pub.publish(msgs.make_diagnostics([status], self.get_clock().now().nanoseconds))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -173,6 +174,35 @@ def validation_gate(
     return GateResult(False, old_loss, new_loss, n, reason)
 
 
+class DutyCycle:
+    """Caps the share of wall time a loop spends working: call it after each unit of work.
+
+    A finetuner that shares a 2-core machine with a 50 Hz control loop must leave the loop its CPU time
+    even where the scheduler cannot (two hardware threads of one core share their execution units, so a
+    SCHED_IDLE trainer on the other thread still slows the planner). After a unit of work that took ``w``
+    seconds it sleeps ``w * (1 - fraction) / fraction``, so work takes at most ``fraction`` of the time.
+    The cost is plain: an update budget per wall second that is ``fraction`` of the unthrottled one.
+    """
+
+    def __init__(self, fraction: float, clock: Callable[[], float] = time.perf_counter,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        if not 0.0 < fraction <= 1.0:
+            raise ValueError(f"duty cycle fraction must be in (0, 1], got {fraction=}")
+        self.fraction = fraction
+        self._clock, self._sleep = clock, sleep
+        self._work_start = clock()
+        self.slept_s = 0.0
+        """Total seconds slept (what the cap cost)."""
+
+    def __call__(self) -> None:
+        """End one unit of work: sleep for the rest of its share, then start timing the next."""
+        if self.fraction < 1.0:
+            pause = (self._clock() - self._work_start) * (1.0 - self.fraction) / self.fraction
+            self._sleep(pause)
+            self.slept_s += pause
+        self._work_start = self._clock()
+
+
 def finetune_dynamics(
     model: torch.nn.Module,
     data: Dataset | WindowSampler,
@@ -180,6 +210,7 @@ def finetune_dynamics(
     *,
     holdout: list[Batch] | None = None,
     progress: bool = False,
+    after_update: Callable[[], None] | None = None,
 ) -> tuple[torch.nn.Module, FinetuneReport]:
     """Finetune a copy of ``model`` (named parts only) on ``data`` and gate it on recent held-out windows.
 
@@ -189,6 +220,8 @@ def finetune_dynamics(
         cfg: settings (default: dynamics only, 500 steps, batch 32).
         holdout: explicit held-out batches for the gate; default = newest ``cfg.holdout_fraction`` of ``data``.
         progress: show a tqdm bar.
+        after_update: called after every optimizer update (e.g. a :class:`DutyCycle` that leaves CPU time
+            to a control loop on the same machine).
 
     Returns:
         (new model, report); ``report.gate.passed`` says whether the new model should be used.
@@ -217,6 +250,8 @@ def finetune_dynamics(
         steps = tqdm(steps, desc="finetune", unit="step")
     for _ in steps:
         history.append(trainer.update(train.sample()))
+        if after_update is not None:
+            after_update()
     for p in new.parameters():  # leave the returned model in a plain inference state
         p.requires_grad_(False)
     new.eval()
