@@ -43,3 +43,10 @@ def test_bad_arguments_are_refused(capsys):
         graph_bench.main(["--executor", "threads"])
     assert exc.value.code == 2
     assert "valid: single, events, multi" in capsys.readouterr().err
+
+
+def test_compare_makes_one_run_per_value():
+    configs = graph_bench.configurations(["single"], "finetuner.cpu_duty=1,0.5")
+    assert configs == [("single cpu_duty=1", "single", {"finetuner": {"cpu_duty": 1}}),
+                       ("single cpu_duty=0.5", "single", {"finetuner": {"cpu_duty": 0.5}})]
+    assert [c[0] for c in graph_bench.configurations(["single", "multi"], None)] == ["single", "multi"]

@@ -60,6 +60,8 @@ class Monitor:
     robot: str
     diagnostics: dict[str, dict[str, str]] = field(default_factory=dict)
     swaps: int = 0
+    series: list[tuple[float, ...]] = field(default_factory=list)
+    """Per robot diagnostics message: (sim s, steps, fresh-command steps, delay-0 steps, finetuner running)."""
 
     def __post_init__(self) -> None:
         import rclpy
@@ -86,6 +88,10 @@ class Monitor:
                     self.swaps += 1
                 if node == "sim_robot":
                     self.progress.on_robot(values)
+                    running = self.diagnostics.get("finetuner", {}).get("running") == "True"
+                    self.series.append((_num(values, "sim_time_s"), _num(values, "steps"),
+                                        _num(values, "fresh_command_steps"),
+                                        _num(values, "command_delay_periods_0"), float(running)))
                 self.diagnostics[node] = values
 
         def on_odom(msg: Odometry) -> None:
@@ -205,12 +211,13 @@ def window_report(a: Snapshot, b: Snapshot) -> dict[str, Any]:
     }
 
 
-def run_one(args: argparse.Namespace, executor: str, out: Path, checkpoint: Path) -> dict[str, Any]:
-    """Start the graph with ``executor``, measure one window, stop the graph; returns the report."""
+def run_one(args: argparse.Namespace, executor: str, out: Path, checkpoint: Path,
+            label: str, extra: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Start the graph with ``executor`` (and ``extra`` node parameters), measure one window, stop it."""
     from simdist_ros.graph import load_graph
     from simdist_ros.launcher import GraphProcess
 
-    launch = {"sim": "true", "task": args.task, "checkpoint": str(checkpoint), "output_dir": str(out / executor),
+    launch = {"sim": "true", "task": args.task, "checkpoint": str(checkpoint), "output_dir": str(out / label),
               "adapt": "false" if args.no_adapt else "true"}
     parameters = {"sim_robot": {"real_time_factor": args.rtf, "lockstep": args.lockstep}}
     for pair in args.set:
@@ -219,11 +226,13 @@ def run_one(args: argparse.Namespace, executor: str, out: Path, checkpoint: Path
         import yaml
 
         parameters.setdefault(node, {})[name] = yaml.safe_load(value)
-    graph = GraphProcess(load_graph(args.robot), launch, log_dir=out / executor / "logs", parameters=parameters,
+    for node, values in extra.items():
+        parameters.setdefault(node, {}).update(values)
+    graph = GraphProcess(load_graph(args.robot), launch, log_dir=out / label / "logs", parameters=parameters,
                          env={"SIMDIST_EXECUTOR": executor})
     monitor = Monitor(args.robot)
     timeout_s = 120.0 + 2.0 * (args.warmup_s + args.seconds) / max(args.rtf, 0.05)
-    report: dict[str, Any] = {"executor": executor, "launch": launch, "parameters": parameters}
+    report: dict[str, Any] = {"label": label, "executor": executor, "launch": launch, "parameters": parameters}
     t0 = time.monotonic()
     try:
         graph.start()
@@ -236,9 +245,11 @@ def run_one(args: argparse.Namespace, executor: str, out: Path, checkpoint: Path
                 return report
             if phase == "warm-up":
                 start = snapshot(monitor, graph)
-                print(f"[graph bench] {executor}: measuring {args.seconds:g} simulated s", flush=True)
+                print(f"[graph bench] {label}: measuring {args.seconds:g} simulated s", flush=True)
         report.update(window_report(start, snapshot(monitor, graph)))
         report["diagnostics_end"] = {k: dict(v) for k, v in monitor.diagnostics.items()}
+        report["robot_series"] = {"columns": ["sim_s", "steps", "fresh_command_steps", "delay_0_steps",
+                                              "finetuner_running"], "rows": monitor.series}
     finally:
         report["exit_codes"] = graph.stop()
         monitor.close()
@@ -266,7 +277,7 @@ def format_table(reports: list[dict[str, Any]]) -> str:
         return "-" if v is None else (f"{v:g}" if isinstance(v, (int, float)) else str(v))
 
     width = 22
-    lines = [f"{'':<28}" + "".join(f"{r['executor']:>{width}}" for r in reports)]
+    lines = [f"{'':<28}" + "".join(f"{r['label'][-width + 1:]:>{width}}" for r in reports)]
     lines += [f"{label:<28}" + "".join(f"{cell(r, key):>{width}}" for r in reports) for label, key in ROWS]
     names = sorted({n for r in reports for n in r.get("nodes", {})})
     for name in names:
@@ -290,6 +301,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--seconds", type=float, default=60.0, help="simulated seconds measured")
     p.add_argument("--warmup-s", type=float, default=15.0, help="simulated seconds before the window")
     p.add_argument("--executor", default="single", help=f"comma list of {', '.join(EXECUTORS)}: one run each")
+    p.add_argument("--compare", metavar="NODE.NAME=V1,V2,...",
+                   help="one run per value of a node parameter (with the first executor), e.g. "
+                        "finetuner.cpu_duty=1,0.5,0.2")
     p.add_argument("--no-adapt", action="store_true", help="no replay buffer / finetuner")
     p.add_argument("--lockstep", action="store_true", help="the sim waits for each command (delay 0 by design)")
     p.add_argument("--set", action="append", default=[], metavar="NODE.NAME=VALUE",
@@ -307,11 +321,24 @@ def _parse(argv: list[str]) -> argparse.Namespace:
         p.error(f"need --seconds > 0, --warmup-s >= 0, --rtf > 0; got {ns.seconds}, {ns.warmup_s}, {ns.rtf}")
     if not ns.robot == ns.task.split("/")[0]:
         p.error(f"--task {ns.task!r} is not a {ns.robot} task")
-    for pair in ns.set:
+    for pair in [*ns.set, *([ns.compare] if ns.compare else [])]:
         key, sep, _ = pair.partition("=")
         if not sep or "." not in key:
-            p.error(f"--set {pair!r} is not NODE.NAME=VALUE")
+            p.error(f"--set/--compare {pair!r} is not NODE.NAME=VALUE")
+    ns.configs = configurations(ns.executors, ns.compare)
     return ns
+
+
+def configurations(executors: list[str], compare: str | None) -> list[tuple[str, str, dict[str, dict[str, Any]]]]:
+    """``(label, executor, extra node parameters)`` per run: one per executor, or one per ``--compare`` value."""
+    if not compare:
+        return [(e, e, {}) for e in executors]
+    import yaml
+
+    key, _, values = compare.partition("=")
+    node, _, name = key.partition(".")
+    return [(f"{executors[0]} {name}={v.strip()}", executors[0], {node: {name: yaml.safe_load(v)}})
+            for v in values.split(",") if v.strip()]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -331,13 +358,14 @@ def main(argv: list[str] | None = None) -> int:
     out = (args.output_dir or Path("runs") / f"graph-bench-{args.robot}-{stamp}").resolve()
     commit = git_commit()
     reports = []
-    for executor in args.executors:
-        print(f"[graph bench] {args.robot} on {args.task}, executor {executor}, rtf {args.rtf:g}, "
-              f"{'no adaptation' if args.no_adapt else 'replay buffer + finetuner'}; logs in {out / executor}",
+    for label, executor, extra in args.configs:
+        print(f"[graph bench] {args.robot} on {args.task}, {label}, rtf {args.rtf:g}, "
+              f"{'no adaptation' if args.no_adapt else 'replay buffer + finetuner'}; logs in {out / label}",
               flush=True)
-        reports.append(run_one(args, executor, out, checkpoint))
+        reports.append(run_one(args, executor, out, checkpoint, label.replace(" ", "_"), extra))
+        reports[-1]["label"] = label
         if "error" in reports[-1]:
-            print(f"[graph bench] {executor}: {reports[-1]['error']}", file=sys.stderr)
+            print(f"[graph bench] {label}: {reports[-1]['error']}", file=sys.stderr)
     print(format_table(reports))
     result = {"robot": args.robot, "task": args.task, "rtf": args.rtf, "seconds": args.seconds,
               "warmup_s": args.warmup_s, "adapt": not args.no_adapt, "lockstep": args.lockstep,
