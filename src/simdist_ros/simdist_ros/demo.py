@@ -1,13 +1,15 @@
 """``simdist demo``: the simulated robot adapting live, with progress in the terminal and a plot at the end.
 
 Starts the robot's whole node graph (``simdist_ros.graph`` + the pip launcher): the MuJoCo robot on the
-hard task (Go2: PTFE slope; UR5e: peg insertion), the shipped checkpoint (``checkpoints/<robot>``),
-encoder, planner, replay buffer and finetuner. It listens to ``/diagnostics``, ``odom`` and
-``model/update`` and prints every ``--print-every-s`` wall seconds: simulated time, model version,
-progress in the last simulated minute, deadline misses and missed ticks of the planner, finetune
+graph's default task (Go2: memory foam; UR5e: peg insertion), the shipped checkpoint
+(``checkpoints/<robot>``), encoder, planner, replay buffer and finetuner, free-running at a real-time
+factor of 1 (the simulator does not wait for the planner: a late command is a lost tick, as on a robot).
+It listens to ``/diagnostics``, ``odom`` and ``model/update`` and prints every ``--print-every-s`` wall
+seconds: simulated time, model version, progress in the last simulated minute, deadline misses and missed ticks of the planner, finetune
 rounds. At the end (``--minutes`` of simulated time, or Ctrl-C) it stops the graph cleanly and writes
 ``progress.png`` (progress over simulated time, model swaps marked) and ``summary.json`` into the
-run folder.
+run folder. Both state the adaptation as a user sees it: progress and falls per simulated minute before
+the first hot swap (the shipped model) and after the last one (the newest adapted model).
 
 Progress: Go2 = forward distance along +x from ``odom`` (jumps at task resets are not counted);
 UR5e = successful insertions (episodes whose ``metric/success`` reached 1).
@@ -26,10 +28,10 @@ from pathlib import Path
 from typing import Any
 
 DEMOS = {
-    "go2": {"task": "go2/foam", "unit": "m forward", "progress": "odom"},  # where adaptation is shown to help
-    "ur5e": {"task": "ur5e/peg", "unit": "insertions", "progress": "success"},
+    "go2": {"unit": "m forward", "progress": "odom"},
+    "ur5e": {"unit": "insertions", "progress": "success"},
 }
-"""Robot -> demo task and progress measure."""
+"""Robot -> progress measure (the task is the graph's default, ``graph.default_task``)."""
 
 
 @dataclass
@@ -39,6 +41,8 @@ class Progress:
     kind: str
     samples: list[tuple[float, float]] = field(default_factory=list)
     """(sim time s, cumulative progress)."""
+    falls: list[tuple[float, float]] = field(default_factory=list)
+    """(sim time s, cumulative falls) from the sim robot's diagnostics."""
     swaps: list[tuple[float, str]] = field(default_factory=list)
     """(sim time s, model version) of each hot swap seen in the planner's diagnostics."""
     total: float = 0.0
@@ -64,6 +68,8 @@ class Progress:
         self.robot = values
         t_s = float(values.get("sim_time_s", self.sim_time_s))
         self.sim_time_s = max(self.sim_time_s, t_s)
+        if "falls" in values:
+            self.falls.append((t_s, float(values["falls"])))
         if self.kind == "success" and "successes" in values:  # a cumulative counter, if the sim robot has one
             self.total = float(values["successes"])
             self.samples.append((t_s, self.total))
@@ -84,6 +90,33 @@ class Progress:
             self.swaps.append((self.sim_time_s, version))
         self.planner = values
 
+    def phases(self) -> dict[str, dict[str, float | None]]:
+        """Progress and falls per simulated minute before the first swap and after the last one.
+
+        ``before`` runs from the first sample to the first swap (the whole run if there was none),
+        ``after`` from the last swap to the end; ``ratio`` = after / before progress per minute.
+        """
+        end = self.sim_time_s
+        first = self.swaps[0][0] if self.swaps else end
+        last = self.swaps[-1][0] if self.swaps else None
+        start = self.samples[0][0] if self.samples else 0.0
+
+        def rate(series: list[tuple[float, float]], t0: float, t1: float) -> float | None:
+            inside = [v for t, v in series if t0 <= t <= t1]
+            if t1 - t0 < 1.0 or len(inside) < 2:
+                return None
+            return round((inside[-1] - inside[0]) / ((t1 - t0) / 60.0), 3)
+
+        out: dict[str, dict[str, float | None]] = {}
+        for name, (t0, t1) in {"before_first_swap": (start, first),
+                               "after_last_swap": (last, end) if last is not None else (end, end)}.items():
+            out[name] = {"from_s": round(t0, 1), "to_s": round(t1, 1), "progress_per_min": rate(self.samples, t0, t1),
+                         "falls_per_min": rate(self.falls, t0, t1)}
+        before, after = out["before_first_swap"]["progress_per_min"], out["after_last_swap"]["progress_per_min"]
+        out["ratio"] = {"progress_after_over_before": round(after / before, 3) if before and after is not None
+                        else None}
+        return out
+
     def last_minute(self) -> float:
         """Progress over the last simulated minute."""
         recent = [p for t, p in self.samples if t >= self.sim_time_s - 60.0]
@@ -94,10 +127,11 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="simdist demo", description=__doc__.split("\n\n")[0])
     p.add_argument("--robot", choices=sorted(DEMOS), default="go2")
     p.add_argument("--minutes", type=float, default=5.0, help="simulated minutes to run (default 5)")
-    p.add_argument("--task", help="override the demo task")
+    p.add_argument("--task", help="override the demo task (default: the graph's default task)")
     p.add_argument("--checkpoint", type=Path, help="default: checkpoints/<robot> at the repo root")
-    p.add_argument("--rtf", type=float, default=0.25,
-                   help="sim real-time factor; 0.25 lets a shared 2-core CPU keep most 50 Hz ticks (see missed ticks)")
+    p.add_argument("--rtf", type=float, default=1.0,
+                   help="sim real-time factor (1 = real time; the planner and finetuner keep up on 2 cores, "
+                        "see `simdist bench graph`)")
     p.add_argument("--lockstep", action="store_true",
                    help="step the sim only after each planner command: a late CPU tick slows sim time instead of "
                         "leaving the robot unplanned, but the run is ~5x slower in wall time")
@@ -114,6 +148,19 @@ def _line(prog: Progress, unit: str) -> str:
             f"deadline misses {pl.get('deadline_misses', '?')} | missed ticks {pl.get('missed_ticks', '?')} | "
             f"finetune rounds {prog.finetuner.get('rounds', '0')} (accepted {prog.finetuner.get('accepted', '0')}) | "
             f"falls/episodes {prog.robot.get('falls', '?')}/{prog.robot.get('episodes', '?')}")
+
+
+def _phase_lines(phases: dict[str, dict[str, float | None]], unit: str, swaps: int) -> str:
+    def fmt(v: float | None) -> str:
+        return "-" if v is None else f"{v:.2f}"
+
+    lines = [f"adaptation as lived ({swaps} hot swap(s)), per simulated minute:"]
+    for name in ("before_first_swap", "after_last_swap"):
+        ph = phases[name]
+        lines.append(f"  {name.replace('_', ' '):<18} t {ph['from_s']:6.1f}-{ph['to_s']:6.1f} s: "
+                     f"{fmt(ph['progress_per_min'])} {unit}/min, {fmt(ph['falls_per_min'])} falls/min")
+    lines.append(f"  after / before progress: {fmt(phases['ratio']['progress_after_over_before'])}")
+    return "\n".join(lines)
 
 
 def plot_progress(prog: Progress, unit: str, title: str, path: Path) -> Path:
@@ -173,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parse(list(sys.argv[1:] if argv is None else argv))
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     os.environ.setdefault("MUJOCO_GL", "egl")
-    from simdist_ros.graph import load_graph
+    from simdist_ros.graph import default_task, load_graph
     from simdist_ros.launcher import GraphProcess, default_checkpoint
 
     demo = DEMOS[args.robot]
@@ -183,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     out = (args.output_dir or Path("runs") / time.strftime(f"demo-{args.robot}-%Y%m%d-%H%M%S", time.gmtime())).resolve()
-    task = args.task or demo["task"]
+    task = args.task or default_task(args.robot)
     launch_args = {"sim": "true", "task": task, "checkpoint": str(checkpoint), "output_dir": str(out),
                    "adapt": "false" if args.no_adapt else "true"}
     graph = GraphProcess(load_graph(args.robot), launch_args, log_dir=out / "logs",
@@ -220,12 +267,19 @@ def main(argv: list[str] | None = None) -> int:
         codes = graph.stop()
         executor.shutdown()
         rclpy.shutdown(context=context)
-    title = f"SimDist demo: {args.robot} on {task} ({'live adaptation' if not args.no_adapt else 'zero-shot'})"
+    phases = prog.phases()
+    ratio = phases["ratio"]["progress_after_over_before"]
+    title = (f"SimDist demo: {args.robot} on {task}, real-time factor {args.rtf:g} "
+             f"({'live adaptation' if not args.no_adapt else 'zero-shot'}"
+             + (f"; progress after last / before first swap {ratio:.2f}x" if ratio is not None else "") + ")")
     png = plot_progress(prog, demo["unit"], title, out / "progress.png")
-    summary = {"robot": args.robot, "task": task, "checkpoint": str(checkpoint), "sim_time_s": prog.sim_time_s,
-               "progress_total": prog.total, "unit": demo["unit"], "swaps": prog.swaps, "planner": prog.planner,
-               "finetuner": prog.finetuner, "robot_diagnostics": prog.robot, "exit_codes": codes}
+    summary = {"robot": args.robot, "task": task, "checkpoint": str(checkpoint), "rtf": args.rtf,
+               "lockstep": args.lockstep, "adapt": not args.no_adapt, "sim_time_s": prog.sim_time_s,
+               "progress_total": prog.total, "unit": demo["unit"], "adaptation": phases, "swaps": prog.swaps,
+               "planner": prog.planner, "finetuner": prog.finetuner, "robot_diagnostics": prog.robot,
+               "exit_codes": codes}
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     print(_line(prog, demo["unit"]))
+    print(_phase_lines(phases, demo["unit"], len(prog.swaps)))
     print(f"simdist demo: wrote {png} and {out / 'summary.json'}; exit codes {codes}")
     return 1 if failed or any(codes.values()) else 0

@@ -318,3 +318,11 @@ def load_graph(robot_or_path: str | Path) -> Graph:
         path = graph_path(str(robot_or_path))
     with path.open() as f:
         return parse_graph(yaml.safe_load(f), source=path)
+
+
+def default_task(robot: str) -> str:
+    """The simulated task a robot's graph starts by default (its ``task`` launch argument).
+
+    One default for the demo, the launchers and the graph benchmarks, kept in the graph YAML.
+    """
+    return load_graph(robot).defaults()["task"]

@@ -35,8 +35,6 @@ from typing import Any
 from simdist_ros import procmem
 from simdist_ros.runtime import EXECUTORS
 
-DEFAULT_TASKS = {"go2": "go2/flat", "ur5e": "ur5e/peg"}
-"""Task per robot when ``--task`` is not given."""
 NODE_STATUS = {"sim robot": "sim_robot", "encoder": "encoder", "planner": "planner",
                "replay buffer": "replay_buffer", "finetuner": "finetuner"}
 """Diagnostics status name suffix -> node name."""
@@ -295,8 +293,8 @@ def format_table(reports: list[dict[str, Any]]) -> str:
 def _parse(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="simdist bench graph", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--robot", choices=sorted(DEFAULT_TASKS), default="go2")
-    p.add_argument("--task", help="simulated task (default: go2/flat, ur5e/peg)")
+    p.add_argument("--robot", choices=("go2", "ur5e"), default="go2")
+    p.add_argument("--task", help="simulated task (default: the graph's default task, as the demo)")
     p.add_argument("--rtf", type=float, default=1.0, help="sim real-time factor")
     p.add_argument("--seconds", type=float, default=60.0, help="simulated seconds measured")
     p.add_argument("--warmup-s", type=float, default=15.0, help="simulated seconds before the window")
@@ -312,7 +310,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--output-dir", type=Path, help="default: runs/graph-bench-<robot>-<UTC time>")
     p.add_argument("--json", type=Path, help="write the reports here")
     ns = p.parse_args(argv)
-    ns.task = ns.task or DEFAULT_TASKS[ns.robot]
+    from simdist_ros.graph import default_task
+
+    ns.task = ns.task or default_task(ns.robot)
     ns.executors = [e.strip() for e in ns.executor.split(",") if e.strip()]
     bad = [e for e in ns.executors if e not in EXECUTORS]
     if bad or not ns.executors:

@@ -41,8 +41,7 @@ from simdist_ros.procmem import MIB
 
 TOTAL_BOUND_MIB = 8 * 1024.0
 """The whole simulated demo must fit in 8 GiB."""
-DEMO_TASKS = {"go2": "go2/ptfe_slope", "ur5e": "ur5e/peg"}
-"""Same tasks as ``simdist demo``."""
+ROBOTS = ("go2", "ur5e")
 
 
 @dataclass
@@ -173,14 +172,14 @@ def random_checkpoint(robot: str, path: Path) -> Path:
 
 def _parse(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="simdist bench soak", description=__doc__.split("\n\n")[0])
-    p.add_argument("--robot", choices=sorted(DEMO_TASKS), default="go2")
+    p.add_argument("--robot", choices=ROBOTS, default="go2")
     p.add_argument("--minutes", type=float, default=5.0, help="wall minutes to run (default 5)")
     p.add_argument("--warmup-s", type=float, default=60.0, help="wall seconds before 'start' RSS (default 60)")
     p.add_argument("--sample-s", type=float, default=2.0, help="sampling period in wall seconds (default 2)")
     p.add_argument("--checkpoint", type=Path, help="default: checkpoints/<robot> at the repo root")
     p.add_argument("--random-init", action="store_true",
                    help="no trained checkpoint: save and use a randomly initialised model (the robot falls a lot)")
-    p.add_argument("--task", help="simulated task (default: the demo's)")
+    p.add_argument("--task", help="simulated task (default: the graph's, as the demo)")
     p.add_argument("--record", action="store_true", help="also run the rosbag2 recorder")
     p.add_argument("--no-adapt", action="store_true", help="no replay buffer / finetuner")
     p.add_argument("--rtf", type=float, default=0.25, help="sim real-time factor (default 0.25, as the demo)")
@@ -295,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("ROS_DOMAIN_ID", str(random.SystemRandom().randrange(1, 100)))
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     os.environ.setdefault("MUJOCO_GL", "egl")
-    from simdist_ros.graph import GraphError, load_graph
+    from simdist_ros.graph import GraphError, default_task, load_graph
     from simdist_ros.launcher import GraphProcess, default_checkpoint
 
     out = (args.output_dir or Path("runs") / time.strftime(f"soak-{args.robot}-%Y%m%d-%H%M%S", time.gmtime())).resolve()
@@ -305,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
     if not (checkpoint / "manifest.json").is_file():
         print(f"simdist bench soak: no checkpoint at {checkpoint}; pass --checkpoint or --random-init", file=sys.stderr)
         return 2
-    launch = {"sim": "true", "task": args.task or DEMO_TASKS[args.robot], "checkpoint": str(checkpoint),
+    launch = {"sim": "true", "task": args.task or default_task(args.robot), "checkpoint": str(checkpoint),
               "output_dir": str(out), "adapt": "false" if args.no_adapt else "true",
               "record": "true" if args.record else "false"}
     try:
