@@ -2,17 +2,17 @@
 
 Starts the robot's whole node graph (``simdist_ros.graph`` + the pip launcher): the MuJoCo robot on the
 graph's default task (Go2: memory foam; UR5e: peg insertion), the shipped checkpoint
-(``checkpoints/<robot>``), encoder, planner, replay buffer and finetuner, free-running at a real-time
-factor of 1 (the simulator does not wait for the planner: a late command is a lost tick, as on a robot).
-It listens to ``/diagnostics``, ``odom`` and ``model/update`` and prints every ``--print-every-s`` wall
-seconds: simulated time, model version, progress in the last simulated minute, deadline misses and missed ticks of the planner, finetune
-rounds. At the end (``--minutes`` of simulated time, or Ctrl-C) it stops the graph cleanly and writes
-``progress.png`` (progress over simulated time, model swaps marked) and ``summary.json`` into the
-run folder. Both state the adaptation as a user sees it: progress and falls per simulated minute before
-the first hot swap (the shipped model) and after the last one (the newest adapted model).
+(``checkpoints/<robot>``), encoder, planner, replay buffer and finetuner, free-running at a real-time factor
+of 1 (the simulator does not wait for the planner: a late command is a lost tick, as on a robot). It listens
+to ``/diagnostics``, ``odom`` and ``model/update`` and prints every ``--print-every-s`` wall seconds:
+simulated time, model version, progress in the last simulated minute, deadline misses and missed ticks of the
+planner, finetune rounds. At the end (``--minutes`` of simulated time, or Ctrl-C) it stops the graph cleanly
+and writes ``progress.png`` (progress over simulated time, model swaps marked) and ``summary.json`` into the
+run folder. Both state the adaptation as a user sees it: progress and falls per simulated minute before the
+first hot swap (the shipped model) and after the last one (the newest adapted model).
 
-Progress: Go2 = forward distance along +x from ``odom`` (jumps at task resets are not counted);
-UR5e = successful insertions (episodes whose ``metric/success`` reached 1).
+Progress: Go2 = forward distance along +x from ``odom`` (jumps at task resets are not counted); UR5e =
+successful insertions (episodes whose ``metric/success`` reached 1).
 """
 
 from __future__ import annotations
