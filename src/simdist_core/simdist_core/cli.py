@@ -19,6 +19,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("bench generate", "simdist_core.data.bench:main", "data generation speed and expert quality (table + JSON)"),
     ("bench adaptation", "simdist_core.eval.adaptation:main", "zero-shot vs dynamics-only vs full finetune"),
     ("bench soak", "simdist_ros.soak:main", "run the node graph for a while; memory per node (table + JSON)"),
+    ("bench parity", "simdist_ros.parity:main", "in-process eval vs the live ROS graph, same checkpoint and tasks"),
     ("bench graph", "simdist_ros.graph_bench:main", "live graph per executor: ticks kept, delay, CPU"),
     ("checkpoint", "simdist_core.checkpoint:main", "inspect / verify a checkpoint"),
     ("launch", "simdist_ros.launcher:main", "start the ROS 2 node graph without ros2launch (pip installs)"),
