@@ -12,7 +12,7 @@ from launch import LaunchDescription
 
 def generate_launch_description():
     return LaunchDescription([
-        DeclareLaunchArgument("task", default_value="go2/ptfe_slope",
+        DeclareLaunchArgument("task", default_value="go2/foam",  # the graph YAML's default task
                               description="simulated task id (simdist_core.sim.base.TASKS)"),
         DeclareLaunchArgument("real_time_factor", default_value="1.0", description="sim seconds per wall second"),
         Node(package="simdist_ros", executable="sim_robot_node", name="sim_robot", output="screen",

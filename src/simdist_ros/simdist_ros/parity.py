@@ -4,9 +4,9 @@ Per task: ``simdist eval`` in-process (sense, plan and act in one loop, no delay
 episodes of ``--seconds`` simulated seconds, seeds from ``--seed``; then the ROS graph (sim robot,
 encoder, planner as separate processes over DDS, free-running at ``--rtf``, zero-shot: no replay
 buffer or finetuner) for the same number of simulated seconds, with the same episode length and the
-first episode's seed (later resets draw from the simulator's own generator, so the graph's episodes
-are other draws from the same task distribution, not the same seeds). The planner config is the one the
-graph deploys (the checkpoint's stored config, else the ``cpu`` preset).
+same episode seeds (the simulated robot resets episode k with ``seed + k``, as the evaluation does), so
+both sides face the same commands and terrain draws. The planner config is the one the graph deploys
+(the checkpoint's stored config, else the ``cpu`` preset); the planner's sampling noise differs.
 
 Figures per simulated minute, so episodes cut short by falls compare fairly: forward progress (Go2) or
 insertions (UR5e), falls; the graph's ticks kept and observation-to-command delay. The ratio graph /
@@ -56,7 +56,7 @@ def through_graph(args: argparse.Namespace, task: str, checkpoint: Path, sim_s: 
     bench_args = argparse.Namespace(robot=robot, task=task, rtf=args.rtf, lockstep=False, no_adapt=True,
                                     warmup_s=args.warmup_s, seconds=sim_s, set=[])
     overrides = [f"episode_length_s={args.seconds}"] if robot == "go2" else []
-    extra = {"sim_robot": {"seed": args.seed, **({"overrides": overrides} if overrides else {})}}
+    extra = {"sim_robot": {"seed": args.seed, "episode_seeds": True, **({"overrides": overrides} if overrides else {})}}
     return run_one(bench_args, "single", out, checkpoint, task.replace("/", "_"), extra)
 
 

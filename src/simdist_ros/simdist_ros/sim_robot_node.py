@@ -75,7 +75,10 @@ class SimRobotParams:
     overrides: tuple[str, ...]
     """``key=value`` env config overrides, e.g. ``terrain.friction=0.2``."""
     seed: int
-    """Seed of the first reset (later resets continue the env's generator)."""
+    """Seed of the first reset (later resets continue the env's generator, unless ``episode_seeds``)."""
+    episode_seeds: bool
+    """Reset episode k (from 0) with ``seed + k``, as ``simdist eval`` does, so the graph and the in-process
+    evaluation can be compared on the same episodes (``simdist bench parity``)."""
     real_time_factor: float
     """Sim seconds per wall second; 0 = as fast as possible."""
     command_timeout_s: float
@@ -102,6 +105,7 @@ ROWS = (
     P("task", "go2/flat", "Task id <robot>/<task> (simdist_core.sim.base.TASKS)", read_only=True),
     P("overrides", (), "Env config overrides key=value, e.g. terrain.friction=0.2", read_only=True),
     P("seed", 0, "Seed of the first reset", lo=0, hi=2**31 - 1, read_only=True),
+    P("episode_seeds", False, "Reset episode k with seed + k (as simdist eval does)", read_only=True),
     P("real_time_factor", 1.0, "Sim seconds per wall second; 0 = as fast as possible", lo=0.0, hi=1000.0),
     P("command_timeout_s", 0.2, "Sim seconds after which a command is stale (watchdog)", lo=0.0, hi=10.0),
     P("lockstep", False, "Wait for a command after every step (CPU-independent sim time)"),
@@ -338,7 +342,7 @@ class SimRobotNode(Node):
             metrics = ", ".join(f"{k}={v:.3g}" for k, v in episode_metrics.items())
             log = self.get_logger().info if succeeded else self.get_logger().warning
             log(f"robot {reason} at t={self.sim_ns * 1e-9:.2f} s ({metrics}); resetting the task")
-            self.env.reset()
+            self.env.reset(seed=params.seed + self.counts["episodes"] if params.episode_seeds else None)
             self._count("episodes")
             self.sim_ns += self.dt_ns  # the reset takes one control period: its state gets a stamp of its own
             self._announce_episode(cause, self.sim_ns)  # before the sensors it announces
