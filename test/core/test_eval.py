@@ -66,3 +66,26 @@ def test_run_episode_records_every_transition_with_exploration_noise():
     assert all(np.all(np.abs(a) <= 1.0) for a in seen)
     with pytest.raises(ValueError, match="rng"):
         run_episode(env, planner, seed=0, max_steps=1, exploration_std=0.1)
+
+
+class _CountingPlanner:
+    """Plans 0.1, 0.2, 0.3, ... on every joint: which planned action acts on which step is then visible."""
+
+    def __init__(self):
+        self.n = 0
+
+    def reset(self):
+        self.n = 0
+
+    def plan(self, model_input):
+        self.n += 1
+        return np.full(12, 0.01 * self.n, np.float32)
+
+
+@pytest.mark.parametrize("delay", [0, 2])
+def test_action_delay_applies_each_plan_that_many_steps_later(delay):
+    executed = []
+    run_episode(make_env("go2/flat"), _CountingPlanner(), seed=0, max_steps=6, action_delay=delay,
+                on_step=lambda obs, action, result: executed.append(float(action[0])))
+    planned = [0.01 * (i + 1) for i in range(6)]
+    assert executed == pytest.approx([0.0] * delay + planned[: 6 - delay])  # the default pose until then

@@ -40,12 +40,17 @@ class EvalConfig:
     """First episode seed (far from the seeds data generation uses by default)."""
     preset: str = "cpu"
     """Planner preset (``simdist_core.planning.mppi.PRESETS``) or ``checkpoint`` (config stored beside the weights)."""
+    action_delay: int = 0
+    """Control periods from an observation to the step its action acts on (0 = none; what one late command
+    in the live graph costs is measured with 1)."""
 
     def __post_init__(self) -> None:
         if self.episodes < 1:
             raise ValueError(f"episodes must be >= 1, got {self.episodes=}")
         if self.seconds < 0:
             raise ValueError(f"seconds must be >= 0, got {self.seconds=}")
+        if self.action_delay < 0:
+            raise ValueError(f"action_delay must be >= 0, got {self.action_delay=}")
 
 
 def task_metric_name(task: str) -> str:
@@ -103,7 +108,8 @@ def evaluate(
     start = time.perf_counter()
     episodes: list[EpisodeStats] = []
     for i in range(cfg.episodes):
-        episodes.append(run_episode(env, planner, seed=cfg.seed + i, max_steps=max_steps))
+        episodes.append(run_episode(env, planner, seed=cfg.seed + i, max_steps=max_steps,
+                                    action_delay=cfg.action_delay))
         log.info("episode %d/%d: %s", i + 1, cfg.episodes, episodes[-1].metrics)
     wall_s = time.perf_counter() - start
     summary = summarise(episodes)
@@ -113,6 +119,7 @@ def evaluate(
         **headline(summary, cfg.task), "summary": summary,
         "per_episode": [ep.metrics for ep in episodes],
         "planner": to_dict(planner.cfg), "preset": cfg.preset, "env_overrides": dict(env_overrides or {}),
+        "action_delay": cfg.action_delay,
         "plan_ms_p50": summary["plan_ms_p50"], "plan_ms_p99": summary["plan_ms_p99"],
         "fallbacks": int(summary["fallbacks"]), "wall_s": wall_s, "sim_s": sim_s,
         "real_time_factor": sim_s / wall_s if wall_s > 0 else float("nan"), "torch_threads": torch.get_num_threads(),
@@ -131,6 +138,8 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--seconds", type=float, default=0.0, help="cap per episode in simulated seconds (0 = task)")
     parser.add_argument("--preset", default="cpu", help="planner preset: cpu | reference | prior | checkpoint")
     parser.add_argument("--seed", type=int, default=1000)
+    parser.add_argument("--action-delay", type=int, default=0,
+                        help="control periods from observation to the step its action acts on (default 0)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
     parser.add_argument("--json", type=Path, help="write the report here")
     return parser.parse_args(argv)
@@ -145,7 +154,8 @@ def main(argv: list[str]) -> int:
 
     model, manifest = load_checkpoint(args.checkpoint)
     model.eval().requires_grad_(False)
-    cfg = EvalConfig(task=args.task, episodes=args.episodes, seconds=args.seconds, seed=args.seed, preset=args.preset)
+    cfg = EvalConfig(task=args.task, episodes=args.episodes, seconds=args.seconds, seed=args.seed, preset=args.preset,
+                     action_delay=args.action_delay)
     report = evaluate(model, cfg, env_overrides=parse_overrides(args.env_set), manifest=manifest,
                       planner_overrides=parse_overrides(args.planner_set))  # fmt: skip
     report["checkpoint"] = str(args.checkpoint)

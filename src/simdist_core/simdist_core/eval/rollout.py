@@ -9,6 +9,7 @@ optionally add exploration noise, step the env, and hand every transition to an 
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -68,6 +69,7 @@ def run_episode(
     on_step: StepCallback | None = None,
     on_reset: Callable[[dict[str, np.ndarray]], None] | None = None,
     device: str = "cpu",
+    action_delay: int = 0,
 ) -> EpisodeStats:
     """Run one planner-controlled episode.
 
@@ -81,12 +83,18 @@ def run_episode(
         on_step: receives each transition (observation before, executed action, step result).
         on_reset: receives the first observation, right after ``env.reset`` (the env is in that state).
         device: where model inputs are placed.
+        action_delay: control periods between an observation and the step its action acts on (0: the
+            action acts on the state it was planned from). A live graph whose command misses its step
+            has delay 1; the steps before the first delayed action hold the default pose (zeros).
 
     Returns:
         The episode's metrics, planner timings and fallback count.
     """
     if exploration_std > 0 and rng is None:
         raise ValueError("run_episode: exploration_std > 0 needs an rng")
+    if action_delay < 0:
+        raise ValueError(f"run_episode: action_delay must be >= 0, got {action_delay}")
+    in_flight: deque[np.ndarray] = deque()
     history = ObservationHistory(env.spec)
     obs = env.reset(seed=seed)
     if on_reset is not None:
@@ -103,6 +111,8 @@ def run_episode(
         if exploration_std > 0:
             action = action + exploration_std * rng.standard_normal(action.shape).astype(np.float32)
         action = np.clip(action, -1.0, 1.0).astype(np.float32)
+        in_flight.append(action)
+        action = in_flight.popleft() if len(in_flight) > action_delay else np.zeros_like(action)
         result = env.step(action)
         if on_step is not None:
             on_step(obs, action, result)
