@@ -2,14 +2,15 @@
 
 import pytest
 from simdist_ros.graph_bench import Snapshot
+from simdist_ros.sim_robot_node import delay_percentiles
 
 from simdist_ros import graph_bench
 
 
 def test_delay_percentiles_of_a_histogram():
-    assert graph_bench.delay_percentiles({0: 90, 1: 9, 2: 1}) == [0.0, 1.0]
-    assert graph_bench.delay_percentiles({0: 10, 1: 80, 2: 10}) == [1.0, 2.0]
-    assert graph_bench.delay_percentiles({0: 0, 1: 0}) == [None, None]
+    assert delay_percentiles({0: 90, 1: 9, 2: 1}) == [0.0, 1.0]
+    assert delay_percentiles({0: 10, 1: 80, 2: 10}) == [1.0, 2.0]
+    assert delay_percentiles({0: 0, 1: 0}) == [None, None]
 
 
 def _snap(wall, sim_time, steps, fresh, delay0, delay1, plans, ticks, missed, cpu, falls=0, progress=0.0, swaps=0):

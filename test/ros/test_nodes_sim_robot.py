@@ -181,13 +181,14 @@ def test_sim_robot_measures_the_observation_to_command_delay():
                     cmd_pub.publish(msgs.make_command(np.zeros(12), stamp - lag["periods"] * dt_ns))
 
         def counts():
-            return {k: int(v) for k, v in diag_values(diags, "sim robot").items() if k.startswith("command_delay")}
+            return {k: int(v) for k, v in diag_values(diags, "sim robot").items() if k.startswith("command_delay_periods_")}
 
         assert obs.spin_until(lambda: counts().get("command_delay_periods_0", 0) >= 40 or not node.alive(), 120.0,
                               on_spin=answer), node.log()[-3000:]
         assert sum(v for k, v in counts().items() if not k.endswith("_0")) == 0, counts()
         values = diag_values(diags, "sim robot")
         assert int(values["fresh_command_steps"]) >= 40 and int(values["unstamped_command_steps"]) == 0
+        assert values["command_delay_p50_periods"] == values["command_delay_p99_periods"] == "0"
 
         lag["periods"] = 1  # now answer one period late: lockstep times out and applies it, counted as delay 1
         assert obs.spin_until(lambda: counts().get("command_delay_periods_1", 0) >= 3, 60.0, on_spin=answer), counts()

@@ -140,26 +140,9 @@ def _delta(a: Snapshot, b: Snapshot, node: str, key: str) -> float:
     return _num(b.diagnostics.get(node, {}), key) - _num(a.diagnostics.get(node, {}), key)
 
 
-def delay_percentiles(histogram: dict[int, float], qs: tuple[float, ...] = (50.0, 99.0)) -> list[float | None]:
-    """Percentiles (in whole control periods) of a histogram {periods: count}; None where it is empty."""
-    total = sum(histogram.values())
-    out: list[float | None] = []
-    for q in qs:
-        if total <= 0:
-            out.append(None)
-            continue
-        need, seen = q / 100.0 * total, 0.0
-        for periods in sorted(histogram):
-            seen += histogram[periods]
-            if seen >= need:
-                out.append(float(periods))
-                break
-    return out
-
-
 def window_report(a: Snapshot, b: Snapshot) -> dict[str, Any]:
     """What happened between two snapshots (see the module docstring for each figure)."""
-    from simdist_ros.sim_robot_node import DELAY_BINS, _delay_key
+    from simdist_ros.sim_robot_node import DELAY_BINS, _delay_key, delay_percentiles
 
     wall = b.wall_s - a.wall_s
     sim = _delta(a, b, "sim_robot", "sim_time_s")

@@ -377,7 +377,10 @@ class SimRobotNode(Node):
         now = time.monotonic()
         rtf = (counts["steps"] - steps0) * self.dt_ns * 1e-9 / max(now - wall0, 1e-9)
         self._rtf_window = (now, counts["steps"])
+        p50, p99 = delay_percentiles({n: counts[_delay_key(n)] for n in range(DELAY_BINS + 1)})
         values: dict[str, object] = {"sim_time_s": self.sim_ns * 1e-9, "achieved_real_time_factor": rtf, **counts,
+                                     "command_delay_p50_periods": float("nan") if p50 is None else p50,
+                                     "command_delay_p99_periods": float("nan") if p99 is None else p99,
                                      **executor_counts()}
         with self._env_lock:
             metrics = self.env.metrics() if self.env is not None else {}
@@ -397,6 +400,23 @@ class SimRobotNode(Node):
         with self._cmd_cond:
             self._cmd_cond.notify_all()  # wake a lockstep wait
         self._thread.join(timeout=10.0)
+
+
+def delay_percentiles(histogram: dict[int, float], qs: tuple[float, ...] = (50.0, 99.0)) -> list[float | None]:
+    """Percentiles (in whole control periods) of a histogram {periods: count}; None where it is empty."""
+    total = sum(histogram.values())
+    out: list[float | None] = []
+    for q in qs:
+        if total <= 0:
+            out.append(None)
+            continue
+        need, seen = q / 100.0 * total, 0.0
+        for periods in sorted(histogram):
+            seen += histogram[periods]
+            if seen >= need:
+                out.append(float(periods))
+                break
+    return out
 
 
 def _delay_key(periods: int) -> str:
