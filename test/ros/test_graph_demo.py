@@ -40,19 +40,21 @@ def test_demo_refuses_missing_checkpoint(tmp_path, capsys):
     assert "no checkpoint" in capsys.readouterr().err
 
 
-def test_adaptation_phases_compare_before_the_first_and_after_the_last_swap():
+def test_adaptation_phases_compare_the_shipped_model_with_the_last_minute_of_adapted_ones():
     prog = demo.Progress(kind="odom")
-    for i in range(181):  # 0.05 m/s until the swap at 60 s, 0.1 m/s after the last swap at 120 s
+    for i in range(181):  # 0.05 m/s until the first swap at 60 s, 0.075 m/s until 120 s, then 0.1 m/s
         x = 0.05 * min(i, 60) + 0.075 * max(0, min(i, 120) - 60) + 0.1 * max(0, i - 120)
         prog.on_odom_x(float(i), x)
         prog.on_robot({"sim_time_s": str(i), "falls": str(min(i, 60) // 20)})  # 3 falls before the swap, none after
-    prog.swaps += [(60.0, "1"), (120.0, "2")]
-    phases = prog.phases()
-    assert abs(phases["before_first_swap"]["progress_per_min"] - 3.0) < 1e-6
-    assert abs(phases["after_last_swap"]["progress_per_min"] - 6.0) < 1e-6
-    assert phases["before_first_swap"]["falls_per_min"] == 3.0 and phases["after_last_swap"]["falls_per_min"] == 0.0
-    assert phases["ratio"]["progress_after_over_before"] == 2.0
+    prog.swaps += [(60.0, "2"), (120.0, "3"), (175.0, "4")]
+    phases = prog.phases(after_s=60.0)
+    assert abs(phases["shipped"]["progress_per_min"] - 3.0) < 1e-6
+    # the last swap is 5 s before the end: the adapted phase is the last minute (120-180 s), models v3 and v4
+    assert (phases["adapted"]["from_s"], phases["adapted"]["models"]) == (120.0, "3,4")
+    assert abs(phases["adapted"]["progress_per_min"] - 6.0) < 1e-6
+    assert phases["shipped"]["falls_per_min"] == 3.0 and phases["adapted"]["falls_per_min"] == 0.0
+    assert phases["ratio"]["progress_adapted_over_shipped"] == 2.0
     no_swap = demo.Progress(kind="odom")
     no_swap.on_odom_x(0.0, 0.0)
     no_swap.on_odom_x(30.0, 1.0)
-    assert no_swap.phases()["after_last_swap"]["progress_per_min"] is None
+    assert no_swap.phases()["adapted"]["progress_per_min"] is None

@@ -181,7 +181,8 @@ def test_sim_robot_measures_the_observation_to_command_delay():
                     cmd_pub.publish(msgs.make_command(np.zeros(12), stamp - lag["periods"] * dt_ns))
 
         def counts():
-            return {k: int(v) for k, v in diag_values(diags, "sim robot").items() if k.startswith("command_delay_periods_")}
+            values = diag_values(diags, "sim robot")
+            return {k: int(v) for k, v in values.items() if k.startswith("command_delay_periods_")}
 
         assert obs.spin_until(lambda: counts().get("command_delay_periods_0", 0) >= 40 or not node.alive(), 120.0,
                               on_spin=answer), node.log()[-3000:]

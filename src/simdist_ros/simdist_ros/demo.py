@@ -8,8 +8,9 @@ to ``/diagnostics``, ``odom`` and ``model/update`` and prints every ``--print-ev
 simulated time, model version, progress in the last simulated minute, deadline misses and missed ticks of the
 planner, finetune rounds. At the end (``--minutes`` of simulated time, or Ctrl-C) it stops the graph cleanly
 and writes ``progress.png`` (progress over simulated time, model swaps marked) and ``summary.json`` into the
-run folder. Both state the adaptation as a user sees it: progress and falls per simulated minute before the
-first hot swap (the shipped model) and after the last one (the newest adapted model).
+run folder. Both state the adaptation as a user sees it: progress and falls per simulated minute of the
+shipped model (before the first hot swap) and of the adapted models (the last minute, or since the last
+swap if longer).
 
 Progress: Go2 = forward distance along +x from ``odom`` (jumps at task resets are not counted); UR5e =
 successful insertions (episodes whose ``metric/success`` reached 1).
@@ -90,16 +91,18 @@ class Progress:
             self.swaps.append((self.sim_time_s, version))
         self.planner = values
 
-    def phases(self) -> dict[str, dict[str, float | None]]:
-        """Progress and falls per simulated minute before the first swap and after the last one.
+    def phases(self, after_s: float = 60.0) -> dict[str, dict[str, float | None]]:
+        """Progress and falls per simulated minute of the shipped model and of the adapted ones.
 
-        ``before`` runs from the first sample to the first swap (the whole run if there was none),
-        ``after`` from the last swap to the end; ``ratio`` = after / before progress per minute.
+        ``shipped``: from the first sample to the first hot swap (the whole run if there was none).
+        ``adapted``: from the last swap to the end, but at least the last ``after_s`` seconds after the
+        first swap (rounds land every half minute or so, so the time after the very last swap alone can be
+        a few seconds); ``models`` says which versions ran in it. ``ratio``: adapted / shipped progress.
         """
         end = self.sim_time_s
-        first = self.swaps[0][0] if self.swaps else end
-        last = self.swaps[-1][0] if self.swaps else None
         start = self.samples[0][0] if self.samples else 0.0
+        first = self.swaps[0][0] if self.swaps else end
+        adapted_from = max(first, min(self.swaps[-1][0], end - after_s)) if self.swaps else end
 
         def rate(series: list[tuple[float, float]], t0: float, t1: float) -> float | None:
             inside = [v for t, v in series if t0 <= t <= t1]
@@ -108,12 +111,13 @@ class Progress:
             return round((inside[-1] - inside[0]) / ((t1 - t0) / 60.0), 3)
 
         out: dict[str, dict[str, float | None]] = {}
-        for name, (t0, t1) in {"before_first_swap": (start, first),
-                               "after_last_swap": (last, end) if last is not None else (end, end)}.items():
+        for name, (t0, t1) in {"shipped": (start, first), "adapted": (adapted_from, end)}.items():
             out[name] = {"from_s": round(t0, 1), "to_s": round(t1, 1), "progress_per_min": rate(self.samples, t0, t1),
                          "falls_per_min": rate(self.falls, t0, t1)}
-        before, after = out["before_first_swap"]["progress_per_min"], out["after_last_swap"]["progress_per_min"]
-        out["ratio"] = {"progress_after_over_before": round(after / before, 3) if before and after is not None
+        live = [v for t, v in self.swaps if t <= adapted_from][-1:] + [v for t, v in self.swaps if t > adapted_from]
+        out["adapted"]["models"] = ",".join(live) if self.swaps else ""  # type: ignore[assignment]
+        before, after = out["shipped"]["progress_per_min"], out["adapted"]["progress_per_min"]
+        out["ratio"] = {"progress_adapted_over_shipped": round(after / before, 3) if before and after is not None
                         else None}
         return out
 
@@ -155,11 +159,11 @@ def _phase_lines(phases: dict[str, dict[str, float | None]], unit: str, swaps: i
         return "-" if v is None else f"{v:.2f}"
 
     lines = [f"adaptation as lived ({swaps} hot swap(s)), per simulated minute:"]
-    for name in ("before_first_swap", "after_last_swap"):
+    for name, label in (("shipped", "shipped model"), ("adapted", f"adapted (v{phases['adapted']['models']})")):
         ph = phases[name]
-        lines.append(f"  {name.replace('_', ' '):<18} t {ph['from_s']:6.1f}-{ph['to_s']:6.1f} s: "
+        lines.append(f"  {label:<28} t {ph['from_s']:6.1f}-{ph['to_s']:6.1f} s: "
                      f"{fmt(ph['progress_per_min'])} {unit}/min, {fmt(ph['falls_per_min'])} falls/min")
-    lines.append(f"  after / before progress: {fmt(phases['ratio']['progress_after_over_before'])}")
+    lines.append(f"  adapted / shipped progress: {fmt(phases['ratio']['progress_adapted_over_shipped'])}")
     return "\n".join(lines)
 
 
@@ -268,10 +272,10 @@ def main(argv: list[str] | None = None) -> int:
         executor.shutdown()
         rclpy.shutdown(context=context)
     phases = prog.phases()
-    ratio = phases["ratio"]["progress_after_over_before"]
+    ratio = phases["ratio"]["progress_adapted_over_shipped"]
     title = (f"SimDist demo: {args.robot} on {task}, real-time factor {args.rtf:g} "
              f"({'live adaptation' if not args.no_adapt else 'zero-shot'}"
-             + (f"; progress after last / before first swap {ratio:.2f}x" if ratio is not None else "") + ")")
+             + (f"; progress adapted / shipped {ratio:.2f}x" if ratio is not None else "") + ")")
     png = plot_progress(prog, demo["unit"], title, out / "progress.png")
     summary = {"robot": args.robot, "task": task, "checkpoint": str(checkpoint), "rtf": args.rtf,
                "lockstep": args.lockstep, "adapt": not args.no_adapt, "sim_time_s": prog.sim_time_s,
