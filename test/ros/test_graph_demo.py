@@ -42,6 +42,7 @@ def test_demo_refuses_missing_checkpoint(tmp_path, capsys):
 
 def test_adaptation_phases_compare_the_shipped_model_with_the_last_minute_of_adapted_ones():
     prog = demo.Progress(kind="odom")
+    prog.on_cmd_vel(0.1)  # asked for 0.1 m/s throughout
     for i in range(181):  # 0.05 m/s until the first swap at 60 s, 0.075 m/s until 120 s, then 0.1 m/s
         x = 0.05 * min(i, 60) + 0.075 * max(0, min(i, 120) - 60) + 0.1 * max(0, i - 120)
         prog.on_odom_x(float(i), x)
@@ -54,6 +55,8 @@ def test_adaptation_phases_compare_the_shipped_model_with_the_last_minute_of_ada
     assert abs(phases["adapted"]["progress_per_min"] - 6.0) < 1e-6
     assert phases["shipped"]["falls_per_min"] == 3.0 and phases["adapted"]["falls_per_min"] == 0.0
     assert phases["ratio"]["progress_adapted_over_shipped"] == 2.0
+    assert phases["shipped"]["progress_over_commanded"] == 0.5 and phases["adapted"]["progress_over_commanded"] == 1.0
+    assert phases["ratio"]["tracking_adapted_over_shipped"] == 2.0
     no_swap = demo.Progress(kind="odom")
     no_swap.on_odom_x(0.0, 0.0)
     no_swap.on_odom_x(30.0, 1.0)

@@ -44,6 +44,11 @@ class Progress:
     """(sim time s, cumulative progress)."""
     falls: list[tuple[float, float]] = field(default_factory=list)
     """(sim time s, cumulative falls) from the sim robot's diagnostics."""
+    commanded: list[tuple[float, float]] = field(default_factory=list)
+    """Go2: (sim time s, cumulative commanded forward distance): ``cmd_vel``'s vx integrated over time."""
+    commanded_total: float = 0.0
+    _cmd_vx: float | None = None
+    _last_t: float | None = None
     swaps: list[tuple[float, str]] = field(default_factory=list)
     """(sim time s, model version) of each hot swap seen in the planner's diagnostics."""
     total: float = 0.0
@@ -55,14 +60,26 @@ class Progress:
     finetuner: dict[str, str] = field(default_factory=dict)
     robot: dict[str, str] = field(default_factory=dict)
 
+    def on_cmd_vel(self, vx_m_s: float) -> None:
+        """Go2: the velocity command in force (drawn per episode, 0.3-1.0 m/s)."""
+        self._cmd_vx = vx_m_s
+
     def on_odom_x(self, t_s: float, x_m: float) -> None:
-        """Go2: add forward motion; a jump larger than 0.5 m in one sample is a task reset."""
+        """Go2: add forward motion; a jump larger than 0.5 m in one sample is a task reset.
+
+        The commanded distance grows by the command's vx over the same intervals, so progress can be
+        judged against what was asked: the command is drawn per episode and sways progress per minute
+        more than adaptation does.
+        """
         if self._last_x is not None and abs(x_m - self._last_x) < 0.5:
             self.total += x_m - self._last_x
-        self._last_x = x_m
+            if self._cmd_vx is not None and self._last_t is not None and t_s > self._last_t:
+                self.commanded_total += self._cmd_vx * (t_s - self._last_t)
+        self._last_x, self._last_t = x_m, t_s
         self.sim_time_s = max(self.sim_time_s, t_s)
         if not self.samples or t_s - self.samples[-1][0] >= 0.5:
             self.samples.append((t_s, self.total))
+            self.commanded.append((t_s, self.commanded_total))
 
     def on_robot(self, values: dict[str, str]) -> None:
         """Sim robot diagnostics: sim time, and (UR5e) success per episode."""
@@ -113,11 +130,17 @@ class Progress:
         out: dict[str, dict[str, float | None]] = {}
         for name, (t0, t1) in {"shipped": (start, first), "adapted": (adapted_from, end)}.items():
             out[name] = {"from_s": round(t0, 1), "to_s": round(t1, 1), "progress_per_min": rate(self.samples, t0, t1),
-                         "falls_per_min": rate(self.falls, t0, t1)}
+                         "falls_per_min": rate(self.falls, t0, t1),
+                         "commanded_per_min": rate(self.commanded, t0, t1)}
+            done, asked = out[name]["progress_per_min"], out[name]["commanded_per_min"]
+            out[name]["progress_over_commanded"] = round(done / asked, 3) if done is not None and asked else None
         live = [v for t, v in self.swaps if t <= adapted_from][-1:] + [v for t, v in self.swaps if t > adapted_from]
         out["adapted"]["models"] = ",".join(live) if self.swaps else ""  # type: ignore[assignment]
         before, after = out["shipped"]["progress_per_min"], out["adapted"]["progress_per_min"]
+        shipped, adapted = out["shipped"]["progress_over_commanded"], out["adapted"]["progress_over_commanded"]
         out["ratio"] = {"progress_adapted_over_shipped": round(after / before, 3) if before and after is not None
+                        else None,
+                        "tracking_adapted_over_shipped": round(adapted / shipped, 3) if shipped and adapted is not None
                         else None}
         return out
 
@@ -161,9 +184,14 @@ def _phase_lines(phases: dict[str, dict[str, float | None]], unit: str, swaps: i
     lines = [f"adaptation as lived ({swaps} hot swap(s)), per simulated minute:"]
     for name, label in (("shipped", "shipped model"), ("adapted", f"adapted (v{phases['adapted']['models']})")):
         ph = phases[name]
+        tracking = "" if ph.get("progress_over_commanded") is None else \
+            f", {fmt(ph['progress_over_commanded'])} of the commanded distance"
         lines.append(f"  {label:<28} t {ph['from_s']:6.1f}-{ph['to_s']:6.1f} s: "
-                     f"{fmt(ph['progress_per_min'])} {unit}/min, {fmt(ph['falls_per_min'])} falls/min")
-    lines.append(f"  adapted / shipped progress: {fmt(phases['ratio']['progress_adapted_over_shipped'])}")
+                     f"{fmt(ph['progress_per_min'])} {unit}/min, {fmt(ph['falls_per_min'])} falls/min{tracking}")
+    ratio = phases["ratio"]
+    lines.append(f"  adapted / shipped: progress {fmt(ratio['progress_adapted_over_shipped'])}"
+                 + (f", share of the commanded distance {fmt(ratio['tracking_adapted_over_shipped'])}"
+                    if ratio.get("tracking_adapted_over_shipped") is not None else ""))
     return "\n".join(lines)
 
 
@@ -216,6 +244,11 @@ def _listen(prog: Progress, context: Any) -> Any:  # noqa: ANN401  (rclpy object
 
     node.create_subscription(DiagnosticArray, topics.DIAGNOSTICS, on_diag, qos.RELIABLE)
     node.create_subscription(Odometry, topics.ODOM, on_odom, qos.SENSOR)
+    if prog.kind == "odom":
+        from geometry_msgs.msg import Twist
+
+        node.create_subscription(Twist, topics.TASK_COMMAND, lambda msg: prog.on_cmd_vel(float(msg.linear.x)),
+                                 qos.RELIABLE)
     return node
 
 
