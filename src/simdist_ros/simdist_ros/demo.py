@@ -306,9 +306,9 @@ def main(argv: list[str] | None = None) -> int:
         rclpy.shutdown(context=context)
     phases = prog.phases()
     ratio = phases["ratio"]["progress_adapted_over_shipped"]
-    title = (f"SimDist demo: {args.robot} on {task}, real-time factor {args.rtf:g} "
-             f"({'live adaptation' if not args.no_adapt else 'zero-shot'}"
-             + (f"; progress adapted / shipped {ratio:.2f}x" if ratio is not None else "") + ")")
+    title = (f"SimDist demo: {args.robot} on {task}, real-time factor {args.rtf:g}\n"
+             f"{'live adaptation' if not args.no_adapt else 'zero-shot'}"
+             + (f"; progress adapted / shipped {ratio:.2f}x" if ratio is not None else ""))
     png = plot_progress(prog, demo["unit"], title, out / "progress.png")
     summary = {"robot": args.robot, "task": task, "checkpoint": str(checkpoint), "rtf": args.rtf,
                "lockstep": args.lockstep, "adapt": not args.no_adapt, "sim_time_s": prog.sim_time_s,
