@@ -3,7 +3,7 @@
 The SDK speaks motor order FR, FL, RR, RL; everything this module returns or accepts is in MuJoCo order
 (FL, FR, RL, RR), converted with the named permutations of ``simdist_core.sim.go2_constants``.
 
-Three SDK pitfalls are handled here (see shared/notes/environment.md):
+Three SDK pitfalls are handled here (each found by running the SDK):
 - an exception raised inside a ``ChannelSubscriber`` handler kills the SDK's reader silently, so the
   handler catches everything, logs it (throttled) and counts it in ``stats``;
 - CycloneDDS 0.10 (Go2 firmware, official SDK) and 11 (unitree-sdk2py-dimos wheels) do not discover each

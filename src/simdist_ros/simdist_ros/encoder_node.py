@@ -12,7 +12,7 @@ Graph role (topics relative, see ``simdist_ros.topics``):
 Design choice: the full context (S x W floats, 51 x 64 = 13 KB for the reference Go2 model) is published
 every tick instead of only z, so the planner needs no copy of the encoder or the history and the
 encoder node is the only place observations become latents. 13 KB per tick is small for loopback DDS
-(shared/notes/environment.md: ~1 ms round trips for small messages; not measured separately for latents).
+(~1 ms round trips for small messages measured here; not measured separately for latents).
 
 Timing: the node encodes as soon as a step's sensor bundle is complete (every sensor topic has a message
 stamped at or after the newest ``joint_states`` not yet encoded; with ``wait_for_exteroception`` false the

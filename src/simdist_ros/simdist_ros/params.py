@@ -1,4 +1,4 @@
-"""Declarative ROS parameter tables (STYLE rule 18).
+"""Declarative ROS parameter tables.
 
 A node lists its parameters as rows ``P(name, default, description, lo=, hi=, read_only=)``, declares
 them all with one call, and reads them once into a frozen dataclass whose field names are the

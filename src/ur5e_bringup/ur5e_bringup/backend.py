@@ -4,7 +4,7 @@
 (RTDE on port 30004, control script upload), ``mujoco_backend.MujocoBackend`` is the simulated arm for
 tests and sim. Joint order is the UR controller's, which is also MuJoCo's (``ur5e_constants.ARM_JOINTS``).
 
-ur_rtde pitfall (shared/notes/environment.md): against a peer that accepts TCP but never speaks RTDE,
+ur_rtde pitfall (measured): against a peer that accepts TCP but never speaks RTDE,
 the interface constructors block forever, and they hold the GIL while doing so (measured: a worker
 thread with a join timeout never gets control back). ``RtdeBackend.connect`` therefore first checks,
 with plain socket timeouts, that the peer answers an RTDE protocol-version request and that the

@@ -1,6 +1,6 @@
 """Contiguous action perturbations: noise bursts separated by clean gaps.
 
-Per episode (see the house plan, "The method in one paragraph"):
+Per episode (the SimDist data recipe):
 
 * with probability ``never_noised_fraction`` (2.5 %) the episode is never perturbed;
 * otherwise a per-joint noise std is drawn once, ``std[j] =U(std_min, std_max)`` (0.05–2.5 in

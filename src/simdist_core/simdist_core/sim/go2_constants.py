@@ -42,7 +42,7 @@ TORQUE_LIMIT_NM: np.ndarray = np.array([23.7, 23.7, 45.43] * 4, dtype=np.float64
 MODEL_JOINT_DAMPING_NMS_PER_RAD = 2.0
 """Passive joint damping in the Menagerie MJCF (4x the reference Kd): compensated by ``Go2LowLevel``."""
 
-# Leg geometry (base frame, metres), from the MJCF: see shared/notes/go2_sim.md.
+# Leg geometry (base frame, metres), from the MJCF.
 HIP_OFFSETS_M: np.ndarray = np.array(
     [[0.1934, 0.0465, 0.0], [0.1934, -0.0465, 0.0], [-0.1934, 0.0465, 0.0], [-0.1934, -0.0465, 0.0]]
 )

@@ -12,7 +12,7 @@ tau = 0), so the real driver mirrors it by sending ``targets(action)`` with ``co
 and ``config.kd_nms_per_rad`` (see ``Go2LowLevel.torque`` for the reference computation).
 
 Sim-only term: the Menagerie MJCF models a passive joint damping of 2 N m s/rad (4x the reference
-Kd) that halves walking speed (shared/notes/go2_sim.md). The sim PD adds ``+damping_comp * qd`` to
+Kd) that halves walking speed (measured in this simulator). The sim PD adds ``+damping_comp * qd`` to
 cancel it, so the simulated plant + PD behaves like the real PD on a joint without that extra
 damping. The real driver does not send this term.
 

@@ -1,6 +1,6 @@
 """Names and fixed numbers of the simulated UR5e + Robotiq 2F-85 (MuJoCo order everywhere).
 
-Simulation code looks IDs up by these names at init (STYLE rule 16). The real driver and the ROS
+Simulation code looks IDs up by these names at init (indices are never hard-coded). The real driver and the ROS
 encoder use the same joint order and the same wrench scaling, so they live here, not in a config.
 """
 

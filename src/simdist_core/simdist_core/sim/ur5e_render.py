@@ -3,7 +3,7 @@
 ``mujoco.Renderer`` takes its GL backend from ``MUJOCO_GL`` once, when mujoco is first imported.
 ``make_env`` imports the Go2 tasks (and mujoco) before the UR5e ones, so a process without
 ``MUJOCO_GL=egl`` in its environment got GLFW, which fails without a display. This camera creates
-its own EGL context (software EGL works headless here, shared/notes/environment.md), so rendering
+its own EGL context (software EGL works headless), so rendering
 does not depend on import order. Shadows and reflections are off and multisampling is 0: ~60-80 FPS
 at 64x64 on this CPU instead of 4-5.
 """

@@ -1,6 +1,6 @@
 """Build the UR5e + Robotiq 2F-85 scene with a welded part and a hole fixture, with ``mujoco.MjSpec``.
 
-Facts this follows (shared/notes/ur5e_sim.md): attaching the gripper drops its ``<option>``, so the
+Facts this follows (measured on the packaged model): attaching the gripper drops its ``<option>``, so the
 elliptic cone and impratio are set on the parent; the arm needs ``gravcomp`` (else the tip sags
 ~12 mm); a round part is a 32-sided mesh prism (MuJoCo's cylinder against boxes spikes to kN); the
 part is welded (a rigid child of the gripper) because a friction grasp slips 4.7 mm while closing

@@ -1,7 +1,7 @@
 """Pieces shared by the training runners: LR schedule, optimizer state I/O, CSV log, provenance.
 
 Optimizer state is stored as safetensors (tensors) + JSON (everything else), never pickle, so a
-resumed run never unpickles a file (STYLE rule: checkpoints = safetensors + JSON).
+resumed run never unpickles a file (checkpoints are safetensors + JSON, never pickles).
 """
 
 from __future__ import annotations
