@@ -160,6 +160,7 @@ class EncoderNode(Node):
         self._command = np.asarray(params.default_command[: self.spec.command_dim], np.float32)
         self._executed: np.ndarray = np.zeros(self.spec.action_dim, np.float32)
         self._last_obs_ns: int | None = None
+        self._bundle_stamp: Any = None  # stamp of the last bundle that triggered a tick
         self._tracker = EpisodeTracker(EpisodeConfig.for_rate(self.control_hz, joint_jump_rad=params.reset_jump_rad,
                                                                 base_jump_m=params.reset_jump_m))
         self._lock = threading.Lock()
@@ -169,9 +170,9 @@ class EncoderNode(Node):
         self._input_age_s = float("nan")
 
         # The sensor callbacks encode, so they share the tick's group (relevant to a multi-threaded executor
-        # only). The executed command, the task command and episode starts are subscribed FIRST: an executor handles the
-        # messages one wait returns in subscription order, and the driver publishes the executed action
-        # before the sensors it precedes, so the step's action is in place when its bundle completes.
+        # only). The executed command, the task command and episode starts are subscribed FIRST: an executor
+        # handles the messages one wait returns in subscription order, and the driver publishes the executed
+        # action before the sensors it precedes, so the step's action is in place when its bundle completes.
         tick_group, io_group = MutuallyExclusiveCallbackGroup(), MutuallyExclusiveCallbackGroup()
         self.create_subscription(Float64MultiArray, topics.EXECUTED_COMMAND, self._on_executed,
                                  qos.command(self.control_hz), callback_group=tick_group)  # fmt: skip
@@ -201,22 +202,24 @@ class EncoderNode(Node):
         def callback(msg: Any) -> None:  # noqa: ANN401
             self._latest[key] = msg
             if self._bundle_complete():
+                self._bundle_stamp = self._latest["joint_states"].header.stamp  # one attempt per bundle
                 self._tick()
 
         return callback
 
     def _bundle_complete(self) -> bool:
-        """True when a new ``joint_states`` sample has arrived together with every other proprio topic.
+        """True when a new ``joint_states`` sample has arrived together with every other sensor of its step.
 
-        Stamps are read without validation (a malformed message simply never completes a bundle; the
-        watchdog timer then reports it through the usual checks).
+        Each bundle triggers one attempt: a bundle the tick rejects (a NaN, a wrong shape) is not retried on
+        every later message of the same step. Stamps are read without validation (a malformed message
+        never completes a bundle; the timer then reports it through the usual checks).
         """
         joints = self._latest.get("joint_states")
         if joints is None:
             return False
         try:
             t_ns = msgs.stamp_to_ns(joints.header.stamp)
-            if t_ns == self._last_obs_ns:
+            if t_ns == self._last_obs_ns or joints.header.stamp == self._bundle_stamp:
                 return False
             lagging_ok = () if self.params.wait_for_exteroception else _EXTERO
             return all(key in self._latest and (key in lagging_ok

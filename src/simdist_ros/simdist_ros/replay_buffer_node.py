@@ -59,7 +59,7 @@ from std_msgs.msg import Float64MultiArray, Header, String
 
 from simdist_ros import msgs, qos, topics
 from simdist_ros.params import P, declare_table
-from simdist_ros.runtime import run_node
+from simdist_ros.runtime import executor_counts, run_node
 
 SENSOR_SUBSCRIPTIONS: dict[str, tuple[str, type]] = {
     "joint_states": (topics.JOINT_STATES, JointState),
@@ -240,7 +240,7 @@ class ReplayBufferNode(Node):
         values = {"steps_assembled": self.assembler.steps, "sealed_steps": self.writer.sealed_steps,
                   "open_steps": self.writer.open_steps, "queued": self._queue.qsize(),
                   "next_chunk": self.writer.next_index, "episode_id": self.assembler.episode_id,
-                  **counts, **{f"dropped_{k}": v for k, v in self.assembler.dropped.items()}}
+                  **counts, **{f"dropped_{k}": v for k, v in self.assembler.dropped.items()}, **executor_counts()}
         level = "warn" if counts["queue_full"] or counts["write_errors"] else "ok"
         status = msgs.make_status(f"{self.get_name()}: replay buffer", level,
                                   f"{self.writer.sealed_steps} steps sealed", values)
