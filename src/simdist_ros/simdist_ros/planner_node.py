@@ -11,7 +11,7 @@ command is encode + plan + two DDS hops, under one 20 ms control period on this 
 which is the delay the in-process evaluation has (none: the action acts on the state it was planned from).
 Planning on a free-running timer instead let the timer phase add up to a period (the command answered the
 previous step's latent) that the model never saw in training. A control-rate timer remains as a watchdog:
-if no command went out for 1.5 periods it plans on the latest latent or, when that is stale, holds.
+if no latent started a tick for 1.5 periods it plans on the latest latent or, when that is stale, holds.
 
 Threads: one single-threaded executor (``runtime.run_node``) runs the latent callback, the watchdog
 timer and diagnostics; a ``ModelSwapper`` worker thread verifies and loads announced checkpoints. A tick
