@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from simdist_ros import procmem
 from simdist_ros.runtime import EXECUTORS
 
@@ -204,8 +206,6 @@ def run_one(args: argparse.Namespace, executor: str, out: Path, checkpoint: Path
     for pair in args.set:
         key, _, value = pair.partition("=")
         node, _, name = key.partition(".")
-        import yaml
-
         parameters.setdefault(node, {})[name] = yaml.safe_load(value)
     for node, values in extra.items():
         parameters.setdefault(node, {}).update(values)
@@ -316,8 +316,6 @@ def configurations(executors: list[str], compare: str | None) -> list[tuple[str,
     """``(label, executor, extra node parameters)`` per run: one per executor, or one per ``--compare`` value."""
     if not compare:
         return [(e, e, {}) for e in executors]
-    import yaml
-
     key, _, values = compare.partition("=")
     node, _, name = key.partition(".")
     return [(f"{executors[0]} {name}={v.strip()}", executors[0], {node: {name: yaml.safe_load(v)}})
