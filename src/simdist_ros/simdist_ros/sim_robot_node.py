@@ -269,6 +269,7 @@ class SimRobotNode(Node):
             self._ready.set()
         next_wall = time.monotonic()
         while not self._stop.is_set():
+            sim_before_ns = self.sim_ns
             try:
                 before = self.counts["commands"]
                 self.step_once()
@@ -280,11 +281,14 @@ class SimRobotNode(Node):
                     # The reset state is not published: the next step's observation (one period on) opens the
                     # episode. Any stamp already published is <= sim_ns, so the boundary is never in the past.
                     self._announce_episode("sim_error", self.sim_ns + self.dt_ns)
+            periods = max(1, (self.sim_ns - sim_before_ns) // self.dt_ns)
             rtf = self._tunable.current.real_time_factor
             if rtf <= 0.0:
                 next_wall = time.monotonic()
                 continue
-            next_wall += self.dt_ns * 1e-9 / rtf
+            # A reset takes one control period of sim time (its state has a stamp of its own), and the same
+            # wall time, so the planner has a full period to answer the episode's first observation.
+            next_wall += periods * self.dt_ns * 1e-9 / rtf
             delay = next_wall - time.monotonic()
             if delay > 0:
                 self._stop.wait(delay)
@@ -361,13 +365,15 @@ class SimRobotNode(Node):
         return sensors
 
     def _publish_state(self, sensors: dict[str, np.ndarray]) -> None:
-        # Sensors go out before /clock: a node whose timer fires on the clock update already has them.
-        for key, msg in sensors_to_messages(self.spec.name, sensors, self.names, self.sim_ns).items():
-            self._pubs[key].publish(msg)
-        self._clock_pub.publish(msgs.make_clock(self.sim_ns))
+        # The task command goes out first (a new episode's command is in place when the encoder's sensor
+        # bundle for the episode's first observation completes), then the sensors, then /clock (a node whose
+        # timer fires on the clock update already has them).
         command = getattr(self.env, "command", None)
         if self.spec.command_dim and command is not None and self._tunable.current.publish_task_command:
             self._task_command_pub.publish(msgs.make_task_command(self.spec.name, command, self.sim_ns))
+        for key, msg in sensors_to_messages(self.spec.name, sensors, self.names, self.sim_ns).items():
+            self._pubs[key].publish(msg)
+        self._clock_pub.publish(msgs.make_clock(self.sim_ns))
 
     # ---- diagnostics -------------------------------------------------------------------------------
     def _publish_diagnostics(self) -> None:
