@@ -59,7 +59,6 @@ class Monitor:
 
     robot: str
     diagnostics: dict[str, dict[str, str]] = field(default_factory=dict)
-    swaps: int = 0
     series: list[tuple[float, ...]] = field(default_factory=list)
     """Per robot diagnostics message: (sim s, steps, fresh-command steps, delay-0 steps, finetuner running)."""
 
@@ -83,9 +82,8 @@ class Monitor:
                 if node is None:
                     continue
                 values = msgs.status_values(status)
-                if node == "planner" and values.get("model_version") != self.diagnostics.get(node, {}).get(
-                        "model_version", values.get("model_version")):
-                    self.swaps += 1
+                if node == "planner":
+                    self.progress.on_planner(values)  # records a swap when the model version changes
                 if node == "sim_robot":
                     self.progress.on_robot(values)
                     running = self.diagnostics.get("finetuner", {}).get("running") == "True"
@@ -102,6 +100,11 @@ class Monitor:
         self.node.create_subscription(Odometry, topics.ODOM, on_odom, qos.SENSOR)
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
+
+    @property
+    def swaps(self) -> int:
+        """Hot swaps seen so far (model version changes in the planner's diagnostics)."""
+        return len(self.progress.swaps)
 
     @property
     def sim_time_s(self) -> float:
@@ -199,14 +202,12 @@ def run_one(args: argparse.Namespace, executor: str, out: Path, checkpoint: Path
     """Start the graph with ``executor`` (and ``extra`` node parameters), measure one window, stop it."""
     from simdist_ros.graph import load_graph
     from simdist_ros.launcher import GraphProcess
+    from simdist_ros.soak import node_overrides
 
     launch = {"sim": "true", "task": args.task, "checkpoint": str(checkpoint), "output_dir": str(out / label),
               "adapt": "false" if args.no_adapt else "true"}
-    parameters = {"sim_robot": {"real_time_factor": args.rtf, "lockstep": args.lockstep}}
-    for pair in args.set:
-        key, _, value = pair.partition("=")
-        node, _, name = key.partition(".")
-        parameters.setdefault(node, {})[name] = yaml.safe_load(value)
+    parameters = node_overrides(args.set, args.rtf)  # NODE.NAME=VALUE pairs, as `simdist bench soak --set`
+    parameters["sim_robot"]["lockstep"] = args.lockstep
     for node, values in extra.items():
         parameters.setdefault(node, {}).update(values)
     graph = GraphProcess(load_graph(args.robot), launch, log_dir=out / label / "logs", parameters=parameters,

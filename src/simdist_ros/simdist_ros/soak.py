@@ -194,7 +194,12 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     return ns
 
 
-def _overrides(pairs: list[str], rtf: float) -> dict[str, dict[str, Any]]:
+def node_overrides(pairs: list[str], rtf: float) -> dict[str, dict[str, Any]]:
+    """Per-node parameters ``{node: {name: value}}``: the sim's real-time factor, then ``NODE.NAME=VALUE`` pairs.
+
+    Raises:
+        ValueError: a pair that is not ``NODE.NAME=VALUE``.
+    """
     out: dict[str, dict[str, Any]] = {"sim_robot": {"real_time_factor": rtf}}
     for pair in pairs:
         key, sep, value = pair.partition("=")
@@ -276,7 +281,7 @@ def build_report(args: argparse.Namespace, series: dict[str, Series], monitor: S
     return {"robot": args.robot, "task": launch["task"], "minutes": args.minutes, "warmup_s": args.warmup_s,
             "sample_s": args.sample_s, "rtf": args.rtf, "checkpoint": str(checkpoint),
             "random_init": args.random_init, "record": args.record, "adapt": not args.no_adapt,
-            "parameters": _overrides(args.set, args.rtf), "machine": procmem.machine_info(),
+            "parameters": node_overrides(args.set, args.rtf), "machine": procmem.machine_info(),
             "load_avg_at_end": list(os.getloadavg()),
             "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "nodes": rows, "monitor": monitor_row,
             "total": totals(list(series.values()), monitor),
@@ -309,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
               "record": "true" if args.record else "false"}
     try:
         graph = GraphProcess(load_graph(args.robot), launch, log_dir=out / "logs",
-                             parameters=_overrides(args.set, args.rtf))
+                             parameters=node_overrides(args.set, args.rtf))
         series = {n.name: Series(n.name, *node_bound(n.executable)) for n in graph.nodes}
     except (GraphError, ValueError) as exc:
         print(f"simdist bench soak: {exc}", file=sys.stderr)
