@@ -51,3 +51,9 @@ def test_compare_makes_one_run_per_value():
     assert configs == [("single cpu_duty=1", "single", {"finetuner": {"cpu_duty": 1}}),
                        ("single cpu_duty=0.5", "single", {"finetuner": {"cpu_duty": 0.5}})]
     assert [c[0] for c in graph_bench.configurations(["single", "multi"], None)] == ["single", "multi"]
+
+
+def test_parameters_for_a_node_the_graph_does_not_start_are_a_clear_error(capsys, tmp_path):
+    code = graph_bench.main(["--no-adapt", "--set", "finetuner.cpu_duty=0.5", "--output-dir", str(tmp_path)])
+    assert code == 2
+    assert "parameters for nodes ['finetuner'] that this graph does not start" in capsys.readouterr().err

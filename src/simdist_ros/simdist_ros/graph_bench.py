@@ -329,6 +329,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("ROS_DOMAIN_ID", str(random.SystemRandom().randrange(1, 100)))
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     os.environ.setdefault("MUJOCO_GL", "egl")
+    from simdist_ros.graph import GraphError
     from simdist_ros.launcher import default_checkpoint
     from simdist_ros.soak import git_commit
 
@@ -344,7 +345,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[graph bench] {args.robot} on {args.task}, {label}, rtf {args.rtf:g}, "
               f"{'no adaptation' if args.no_adapt else 'replay buffer + finetuner'}; logs in {out / label}",
               flush=True)
-        reports.append(run_one(args, executor, out, checkpoint, label.replace(" ", "_"), extra))
+        try:
+            reports.append(run_one(args, executor, out, checkpoint, label.replace(" ", "_"), extra))
+        except (GraphError, ValueError) as exc:  # e.g. --set for a node this graph does not start
+            print(f"simdist bench graph: {exc}", file=sys.stderr)
+            return 2
         reports[-1]["label"] = label
         if "error" in reports[-1]:
             print(f"[graph bench] {label}: {reports[-1]['error']}", file=sys.stderr)
