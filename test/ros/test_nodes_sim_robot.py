@@ -1,5 +1,7 @@
 """The simulated robot node in its own process: sensor topics, command following, watchdog, clamping."""
 
+import json
+
 import numpy as np
 import pytest
 from diagnostic_msgs.msg import DiagnosticArray
@@ -9,7 +11,7 @@ from node_harness import NodeProcess, Observer, diag_values, unique_namespace
 from rclpy.qos import QoSProfile
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Image, Imu, JointState
-from std_msgs.msg import Bool, Float64MultiArray, Header
+from std_msgs.msg import Bool, Float64MultiArray, Header, String
 from std_srvs.srv import Trigger
 
 from simdist_ros import msgs, qos, topics
@@ -112,16 +114,19 @@ def test_sim_robot_publishes_sensors_and_follows_commands(robot):
 def test_sim_robot_resets_on_fall_and_applies_overrides():
     """Overrides reach the env (fall_height_m=0.25, just under standing height) and a crouch command makes the
     Go2 'fall': the node resets the task, logs it, counts it and announces it on ``episode_start`` with the
-    stamp of the reset state's sensors (the start of the first episode reaches a late joiner too)."""
+    stamp of the reset state's sensors (the start of the first episode reaches a late joiner too), and reports
+    the finished episode on ``episode_result`` (index, reset seed, cause, the task's metrics)."""
     if not _task_available("go2/flat"):
         pytest.skip("task go2/flat not registered yet")
     ns = unique_namespace("fall")
-    params = {"task": "go2/flat", "overrides": ["fall_height_m=0.25"], "real_time_factor": 1.0}
+    params = {"task": "go2/flat", "overrides": ["fall_height_m=0.25"], "real_time_factor": 1.0, "seed": 41,
+              "episode_seeds": True}
     node = NodeProcess("sim_robot_node", params, "sim_robot", ns)
     obs = Observer(ns)
     try:
         diags = obs.collect(DiagnosticArray, topics.DIAGNOSTICS, qos.RELIABLE)
         starts = obs.collect(Header, topics.EPISODE_START, qos.EPISODE_START)
+        results = obs.collect(String, topics.EPISODE_RESULT, qos.EPISODE_RESULT)
         joint_states = obs.collect(JointState, topics.JOINT_STATES, qos.SENSOR)
         cmd_pub = obs.publisher(Float64MultiArray, topics.COMMAND, qos.command(50.0))
         crouch = np.tile([0.0, 1.0, -1.0], 4)  # thighs forward, calves folded: the base drops below 0.25 m
@@ -140,6 +145,13 @@ def test_sim_robot_resets_on_fall_and_applies_overrides():
         stamps = lambda: [msgs.stamp_to_ns(m.header.stamp) for m in joint_states]  # noqa: E731
         assert obs.spin_until(lambda: max(stamps(), default=0) > fell, 30.0)
         assert fell in stamps(), "the announced stamp is the stamp of the reset state's sensors"
+        assert obs.spin_until(lambda: len(results) >= 1, 30.0)
+        first = json.loads(results[0].data)
+        assert (first["episode"], first["seed"], first["cause"], first["start_s"]) == (0, 41, "fell", 0.0), first
+        assert first["metrics"]["fell"] == 1.0 and first["metrics"]["duration_s"] > 0, first
+        assert first["end_s"] == pytest.approx(fell * 1e-9 - 0.02), "it ends one period before the reset state"
+        if len(results) >= 2:  # the crouch goes on: the next episode was reset with seed + 1
+            assert json.loads(results[1].data)["seed"] == 42
     finally:
         obs.close()
         rc = node.stop()

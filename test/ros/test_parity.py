@@ -1,4 +1,4 @@
-"""``simdist bench parity``: argument checks and the side-by-side table (the runs themselves are benchmarks)."""
+"""``simdist bench parity``: argument checks, the same-seed comparison and its table (the runs are benchmarks)."""
 
 import pytest
 
@@ -11,12 +11,31 @@ def test_tasks_of_two_robots_are_refused(capsys):
     assert exc.value.code == 2 and "tasks of one robot" in capsys.readouterr().err
 
 
-def test_table_quotes_both_sides_and_the_ratio():
-    local = {"progress_per_min": 36.0, "falls_per_min": 0.0}
-    graph = {"progress_per_min": 34.2, "falls_per_min": 0.5, "ticks_kept": 0.9987, "delay_periods_p50": 0.0,
-             "delay_periods_p99": 1.0}
-    table = parity.format_table([{"task": "go2/flat", "in_process": local, "graph": graph, "ratio": 0.95},
-                                 {"task": "go2/foam", "in_process": local, "graph": {"error": "window not reached"},
-                                  "ratio": None}])
-    assert "36.00" in table and "34.20" in table and "0.950" in table and "0.9987" in table
-    assert "graph: window not reached" in table
+def _episodes(progress, falls, first_seed=1001):
+    return [{"seed": first_seed + i, "forward_progress_m": p, "fell": float(f), "duration_s": 1.5 if f else 10.0}
+            for i, (p, f) in enumerate(zip(progress, falls, strict=True))]
+
+
+def test_compare_pairs_the_same_seeds_and_quotes_the_ratio_with_its_interval():
+    local = {"per_episode": _episodes([4.0, 0.9, 5.0, 3.0], [0, 1, 0, 0])}
+    graph = {"per_episode": _episodes([4.4, 1.0, 5.5, 3.3], [0, 1, 0, 0]), "ticks_kept": 0.9987,
+             "delay_periods_p50": 0.0, "delay_periods_p99": 1.0}
+    row = parity.compare("go2/foam", local, graph)
+    assert row["ratio"] == pytest.approx(14.2 / 12.9, abs=1e-3)
+    assert row["ratio_ci95"][0] <= row["ratio"] <= row["ratio_ci95"][1]
+    assert row["in_process_summary"]["falls"] == 1 and row["graph_summary"]["episodes"] == 4
+    assert row["in_process_summary"]["metric_per_min"] == pytest.approx(12.9 / (31.5 / 60), abs=1e-3)
+    table = parity.format_table([row])
+    assert "in-process" in table and "graph / in-process 1.101" in table and "0.9987" in table
+
+
+def test_compare_refuses_sides_that_ran_different_seeds():
+    local = {"per_episode": _episodes([4.0, 3.0], [0, 0])}
+    graph = {"per_episode": _episodes([4.0, 3.0], [0, 0], first_seed=1002)}
+    row = parity.compare("go2/flat", local, graph)
+    assert "different seeds" in row["error"] and "ratio" not in row
+
+
+def test_a_graph_that_did_not_finish_is_reported_not_compared():
+    row = parity.compare("go2/flat", {"per_episode": _episodes([4.0], [0])}, {"error": "window not reached"})
+    assert "ratio" not in row and "window not reached" in parity.format_table([row])

@@ -61,12 +61,15 @@ class Monitor:
     diagnostics: dict[str, dict[str, str]] = field(default_factory=dict)
     series: list[tuple[float, ...]] = field(default_factory=list)
     """Per robot diagnostics message: (sim s, steps, fresh-command steps, delay-0 steps, finetuner running)."""
+    episodes: dict[int, dict[str, Any]] = field(default_factory=dict)
+    """The simulated robot's ``episode_result`` reports by episode index (malformed ones are skipped)."""
 
     def __post_init__(self) -> None:
         import rclpy
         from diagnostic_msgs.msg import DiagnosticArray
         from nav_msgs.msg import Odometry
         from rclpy.executors import SingleThreadedExecutor
+        from std_msgs.msg import String
 
         from simdist_ros import msgs, qos, topics
         from simdist_ros.demo import Progress
@@ -96,7 +99,15 @@ class Monitor:
             if self.progress.kind == "odom":
                 self.progress.on_odom_x(msgs.stamp_to_ns(msg.header.stamp) * 1e-9, msg.pose.pose.position.x)
 
+        def on_result(msg: String) -> None:
+            try:
+                result = json.loads(msg.data)
+                self.episodes[int(result["episode"])] = result
+            except (ValueError, KeyError, TypeError):
+                print(f"[graph bench] ignoring a malformed episode_result: {msg.data[:200]!r}", flush=True)
+
         self.node.create_subscription(DiagnosticArray, topics.DIAGNOSTICS, on_diag, qos.RELIABLE)
+        self.node.create_subscription(String, topics.EPISODE_RESULT, on_result, qos.EPISODE_RESULT)
         self.node.create_subscription(Odometry, topics.ODOM, on_odom, qos.SENSOR)
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
@@ -218,17 +229,20 @@ def run_one(args: argparse.Namespace, executor: str, out: Path, checkpoint: Path
     t0 = time.monotonic()
     try:
         graph.start()
-        for phase, target in (("warm-up", args.warmup_s), ("window", args.warmup_s + args.seconds)):
-            while monitor.sim_time_s < target and not graph.poll() and time.monotonic() - t0 < timeout_s:
+        for phase, reached in _phases(args, monitor):
+            while not reached() and not graph.poll() and time.monotonic() - t0 < timeout_s:
                 monitor.spin(0.2)
-            if graph.failed or monitor.sim_time_s < target:
-                report["error"] = (f"{phase} not reached: sim time {monitor.sim_time_s:.1f} s after "
-                                   f"{time.monotonic() - t0:.0f} s wall; nodes exited: {list(graph.failed)}")
+            if graph.failed or not reached():
+                report["error"] = (f"{phase} not reached: sim time {monitor.sim_time_s:.1f} s, "
+                                   f"{len(monitor.episodes)} episodes ended after {time.monotonic() - t0:.0f} s wall; "
+                                   f"nodes exited: {list(graph.failed)}")
                 return report
             if phase == "warm-up":
                 start = snapshot(monitor, graph)
-                print(f"[graph bench] {label}: measuring {args.seconds:g} simulated s", flush=True)
+                print(f"[graph bench] {label}: measuring {_window_text(args)}", flush=True)
         report.update(window_report(start, snapshot(monitor, graph)))
+        if getattr(args, "episodes", 0):
+            report["episodes"] = [monitor.episodes[k] for k in range(1, args.episodes + 1)]
         report["diagnostics_end"] = {k: dict(v) for k, v in monitor.diagnostics.items()}
         report["robot_series"] = {"columns": ["sim_s", "steps", "fresh_command_steps", "delay_0_steps",
                                               "finetuner_running"], "rows": monitor.series}
@@ -236,6 +250,26 @@ def run_one(args: argparse.Namespace, executor: str, out: Path, checkpoint: Path
         report["exit_codes"] = graph.stop()
         monitor.close()
     return report
+
+
+def _phases(args: argparse.Namespace, monitor: Monitor) -> list[tuple[str, Any]]:
+    """(phase name, reached?) for the warm-up and the window.
+
+    By simulated time (``--warmup-s``, ``--seconds``), or, with ``args.episodes`` = N, by episodes: the
+    warm-up is episode 0 (the graph coming up while the robot already runs), the window episodes 1..N,
+    so a comparison can use exactly the same episodes as an in-process evaluation.
+    """
+    episodes = getattr(args, "episodes", 0)
+    if episodes:
+        return [("warm-up", lambda: 0 in monitor.episodes),
+                ("window", lambda: all(k in monitor.episodes for k in range(1, episodes + 1)))]
+    return [("warm-up", lambda: monitor.sim_time_s >= args.warmup_s),
+            ("window", lambda: monitor.sim_time_s >= args.warmup_s + args.seconds)]
+
+
+def _window_text(args: argparse.Namespace) -> str:
+    episodes = getattr(args, "episodes", 0)
+    return f"episodes 1..{episodes}" if episodes else f"{args.seconds:g} simulated s"
 
 
 ROWS = (("achieved rtf", "achieved_rtf"), ("ticks kept (robot)", "ticks_kept"),

@@ -1,16 +1,23 @@
-"""``simdist bench parity``: the same checkpoint in-process and through the live ROS graph, side by side.
+"""``simdist bench parity``: the same checkpoint in-process and through the live ROS graph, episode by episode.
 
-Per task: ``simdist eval`` in-process (sense, plan and act in one loop, no delay) for ``--episodes``
-episodes of ``--seconds`` simulated seconds, seeds from ``--seed``; then the ROS graph (sim robot,
-encoder, planner as separate processes over DDS, free-running at ``--rtf``, zero-shot: no replay
-buffer or finetuner) for the same number of simulated seconds, with the same episode length and the
-same episode seeds (the simulated robot resets episode k with ``seed + k``, as the evaluation does), so
-both sides face the same commands and terrain draws. The planner config is the one the graph deploys
-(the checkpoint's stored config, else the ``cpu`` preset); the planner's sampling noise differs.
+Per task, the same ``--episodes`` episodes on both sides: seeds ``seed + 1 .. seed + N``, each at most
+``--seconds`` simulated seconds, ended early by a fall (Go2) or an insertion (UR5e), as ``simdist eval``
+ends them.
 
-Figures per simulated minute, so episodes cut short by falls compare fairly: forward progress (Go2) or
-insertions (UR5e), falls; the graph's ticks kept and observation-to-command delay. The ratio graph /
-in-process is the parity; the goal is within 10 % on each task. Prints a table, writes JSON.
+* In-process: ``simdist eval`` (sense, plan and act in one loop, no delay) of those seeds.
+* Graph: sim robot, encoder and planner as separate processes over DDS, free-running at ``--rtf``,
+  zero-shot (no replay buffer or finetuner). The simulated robot resets episode k with ``seed + k`` and
+  reports each finished episode on ``episode_result`` with the task's own metrics. Episode 0 is the
+  warm-up (the nodes start while the robot already stands), episodes 1..N are compared.
+
+Comparing the same episodes matters: seeds differ in difficulty (some fall in every run of either side),
+and a window of equal simulated time covers more episodes on the side that falls more.
+
+Per task: the task metric per episode (Go2 forward progress in m; UR5e success) with a 95 % bootstrap
+interval, falls, the metric per simulated minute, and the ratio graph / in-process of the mean per-episode
+metric with a paired (same-seed) bootstrap interval. The goal is a ratio within 10 % of 1. The planner
+config is the one the graph deploys (the checkpoint's stored config, else ``cpu``); sampling noise
+differs between the sides. Prints a table, writes JSON.
 """
 
 from __future__ import annotations
@@ -26,49 +33,92 @@ from typing import Any
 
 from simdist_ros import procmem
 
+METRIC = {"go2": "forward_progress_m", "ur5e": "success"}
+"""The per-episode task metric of each robot (``RobotEnv.metrics``)."""
+EPISODE_LENGTH_KEY = {"go2": "episode_length_s", "ur5e": "episode_s"}
+"""Env config key of the episode length: the graph's episodes end where the evaluation's do."""
 
-def in_process(task: str, checkpoint: Path, episodes: int, seconds: float, seed: int) -> dict[str, Any]:
-    """``simdist eval`` of the deployed planner config; progress and falls per simulated minute."""
+
+def in_process(task: str, checkpoint: Path, episodes: int, seconds: float, first_seed: int) -> dict[str, Any]:
+    """``simdist eval`` of the deployed planner config on seeds ``first_seed ..``; per-episode results."""
     from simdist_core.checkpoint import load_checkpoint
     from simdist_core.eval.closed_loop import EvalConfig, evaluate
 
     model, manifest = load_checkpoint(checkpoint)
     preset = "checkpoint" if isinstance(getattr(manifest, "planner_config", None), dict) else "cpu"
-    result = evaluate(model, EvalConfig(task=task, episodes=episodes, seconds=seconds, seed=seed, preset=preset),
-                      manifest=manifest)
-    minutes = result["sim_s"] / 60.0
-    per_episode = result["per_episode"]
-    if task.startswith("ur5e"):
-        progress = sum(float(m.get("success", 0.0)) for m in per_episode)
-    else:
-        progress = sum(float(m.get("forward_progress_m", 0.0)) for m in per_episode)
-    falls = sum(float(m.get("fell", 0.0)) for m in per_episode)
+    result = evaluate(model, EvalConfig(task=task, episodes=episodes, seconds=seconds, seed=first_seed,
+                                        preset=preset), manifest=manifest)  # fmt: skip
+    per_episode = [{"seed": first_seed + i, **m} for i, m in enumerate(result["per_episode"])]
     return {"preset": preset, "sim_s": result["sim_s"], "wall_s": round(result["wall_s"], 1),
-            "progress_per_min": round(progress / minutes, 3), "falls_per_min": round(falls / minutes, 3),
-            "plan_ms_p50": result["plan_ms_p50"], "plan_ms_p99": result["plan_ms_p99"], "per_episode": per_episode}
+            "plan_ms_p50": result["plan_ms_p50"], "plan_ms_p99": result["plan_ms_p99"],
+            "per_episode": per_episode}  # fmt: skip
 
 
-def through_graph(args: argparse.Namespace, task: str, checkpoint: Path, sim_s: float, out: Path) -> dict[str, Any]:
-    """One zero-shot window of the live graph (``simdist bench graph``) as long as the in-process run."""
+def through_graph(args: argparse.Namespace, task: str, checkpoint: Path, out: Path) -> dict[str, Any]:
+    """Episodes 1..N of the live graph (``simdist bench graph`` by episodes); per-episode results."""
     from simdist_ros.graph_bench import run_one
 
     robot = task.split("/")[0]
     bench_args = argparse.Namespace(robot=robot, task=task, rtf=args.rtf, lockstep=False, no_adapt=True,
-                                    warmup_s=args.warmup_s, seconds=sim_s, set=[])
-    overrides = [f"episode_length_s={args.seconds}"] if robot == "go2" else []
-    extra = {"sim_robot": {"seed": args.seed, "episode_seeds": True, **({"overrides": overrides} if overrides else {})}}
-    return run_one(bench_args, "single", out, checkpoint, task.replace("/", "_"), extra)
+                                    warmup_s=0.0, seconds=(args.episodes + 1) * args.seconds, set=[],
+                                    episodes=args.episodes)  # fmt: skip
+    extra = {"sim_robot": {"seed": args.seed, "episode_seeds": True,
+                           "overrides": [f"{EPISODE_LENGTH_KEY[robot]}={args.seconds}"]}}  # fmt: skip
+    report = run_one(bench_args, "single", out, checkpoint, task.replace("/", "_"), extra)
+    if "episodes" in report:
+        report["per_episode"] = [{"seed": e["seed"], "cause": e["cause"], **e["metrics"],
+                                  "sim_s": round(e["end_s"] - e["start_s"], 3)} for e in report.pop("episodes")]
+    return report
+
+
+def side_summary(per_episode: list[dict[str, Any]], robot: str) -> dict[str, Any]:
+    """Mean metric per episode with its interval, falls, metric per simulated minute."""
+    from simdist_core.eval.stats import mean_ci
+
+    metric = [float(e.get(METRIC[robot], 0.0)) for e in per_episode]
+    sim_s = sum(float(e.get("duration_s", e.get("sim_s", 0.0))) for e in per_episode)
+    mean, low, high = mean_ci(metric)
+    out = {"episodes": len(metric), "metric_mean": round(mean, 3), "metric_ci95": [round(low, 3), round(high, 3)],
+           "sim_s": round(sim_s, 2), "metric_per_min": round(sum(metric) / (sim_s / 60.0), 3) if sim_s else None}
+    if robot == "go2":
+        out["falls"] = int(sum(float(e.get("fell", 0.0)) for e in per_episode))
+    return out
+
+
+def compare(task: str, local: dict[str, Any], graph: dict[str, Any]) -> dict[str, Any]:
+    """One task's row: both sides summarised on the same seeds, and the paired ratio."""
+    from simdist_core.eval.stats import paired_ratio_ci
+
+    robot = task.split("/")[0]
+    row: dict[str, Any] = {"task": task, "in_process": local, "graph": graph,
+                           "in_process_summary": side_summary(local["per_episode"], robot)}
+    if "per_episode" not in graph:
+        return row
+    row["graph_summary"] = side_summary(graph["per_episode"], robot)
+    seeds_local = [e["seed"] for e in local["per_episode"]]
+    seeds_graph = [e["seed"] for e in graph["per_episode"]]
+    if seeds_local != seeds_graph:
+        row["error"] = f"the sides ran different seeds: {seeds_local} vs {seeds_graph}"
+        return row
+    g = [float(e.get(METRIC[robot], 0.0)) for e in graph["per_episode"]]
+    i = [float(e.get(METRIC[robot], 0.0)) for e in local["per_episode"]]
+    try:
+        ratio, low, high = paired_ratio_ci(g, i)
+        row.update(ratio=round(ratio, 3), ratio_ci95=[round(low, 3), round(high, 3)],
+                   within_10_percent=bool(0.9 <= low and high <= 1.1), ci_contains_1=bool(low <= 1.0 <= high))
+    except ValueError as exc:  # e.g. no in-process progress at all: no ratio
+        row["ratio_error"] = str(exc)
+    return row
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="simdist bench parity", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--task", default="go2/flat,go2/foam", help="comma list of task ids (one robot)")
-    p.add_argument("--episodes", type=int, default=10, help="in-process episodes per task")
-    p.add_argument("--seconds", type=float, default=10.0, help="simulated seconds per episode")
-    p.add_argument("--seed", type=int, default=1000, help="first episode seed")
+    p.add_argument("--episodes", type=int, default=30, help="episodes per task and side (the same seeds on both)")
+    p.add_argument("--seconds", type=float, default=10.0, help="simulated seconds per episode at most")
+    p.add_argument("--seed", type=int, default=1000, help="the graph's episode k uses seed + k; 1..N are compared")
     p.add_argument("--rtf", type=float, default=1.0, help="the graph's real-time factor")
-    p.add_argument("--warmup-s", type=float, default=2.0, help="graph: simulated seconds before the window")
     p.add_argument("--checkpoint", type=Path, help="default: checkpoints/<robot> of the repository")
     p.add_argument("--output-dir", type=Path, help="default: runs/parity-<UTC time>")
     p.add_argument("--json", type=Path, help="write the report here")
@@ -84,20 +134,26 @@ def _parse(argv: list[str]) -> argparse.Namespace:
 
 
 def format_table(rows: list[dict[str, Any]]) -> str:
-    """One line per task: in-process, graph, ratio."""
-    head = (f"{'task':<16}{'in-process /min':>18}{'falls/min':>11}{'graph /min':>12}{'falls/min':>11}"
-            f"{'graph/in-proc':>15}{'ticks kept':>12}{'delay p50/p99':>15}")
+    """One line per task and side: metric per episode [95 % interval], falls, per minute; then the ratio."""
+    head = f"{'task':<14}{'side':<12}{'episodes':>9}{'metric / episode [95 % CI]':>30}{'falls':>7}{'per sim min':>13}"
     lines = [head, "-" * len(head)]
     for r in rows:
-        g, i = r["graph"], r["in_process"]
-        if "error" in g:
-            lines.append(f"{r['task']:<16}{i['progress_per_min']:>18.2f}{i['falls_per_min']:>11.2f}"
-                         f"  graph: {g['error']}")
-            continue
-        ratio = "-" if r["ratio"] is None else f"{r['ratio']:.3f}"
-        lines.append(f"{r['task']:<16}{i['progress_per_min']:>18.2f}{i['falls_per_min']:>11.2f}"
-                     f"{g['progress_per_min']:>12.2f}{g['falls_per_min']:>11.2f}{ratio:>15}"
-                     f"{g['ticks_kept']:>12.4f}{g['delay_periods_p50']:>8g}/{g['delay_periods_p99']:g}")
+        for side in ("in_process", "graph"):
+            sm = r.get(f"{side}_summary")
+            if sm is None:
+                lines.append(f"{r['task']:<14}{side:<12}  {r[side].get('error', 'no result')}")
+                continue
+            ci = f"{sm['metric_mean']:.2f} [{sm['metric_ci95'][0]:.2f}, {sm['metric_ci95'][1]:.2f}]"
+            lines.append(f"{r['task']:<14}{side.replace('_', '-'):<12}{sm['episodes']:>9}{ci:>30}"
+                         f"{sm.get('falls', '-')!s:>7}{sm['metric_per_min'] or float('nan'):>13.2f}")
+        if "ratio" in r:
+            g = r["graph"]
+            lines.append(f"{'':<14}graph / in-process {r['ratio']:.3f} [{r['ratio_ci95'][0]:.3f}, "
+                         f"{r['ratio_ci95'][1]:.3f}]; within 10 %: {r['within_10_percent']}; ticks kept "
+                         f"{g.get('ticks_kept')}, delay p50/p99 {g.get('delay_periods_p50')}/"
+                         f"{g.get('delay_periods_p99')} periods")
+        elif "error" in r or "ratio_error" in r:
+            lines.append(f"{'':<14}{r.get('error') or r.get('ratio_error')}")
     return "\n".join(lines)
 
 
@@ -121,14 +177,11 @@ def main(argv: list[str] | None = None) -> int:
     commit = git_commit()
     rows = []
     for task in args.tasks:
-        print(f"[parity] {task}: in-process, {args.episodes} x {args.seconds:g} s", flush=True)
-        local = in_process(task, checkpoint, args.episodes, args.seconds, args.seed)
-        print(f"[parity] {task}: through the ROS graph, {local['sim_s']:g} simulated s at rtf {args.rtf:g}", flush=True)
-        graph = through_graph(args, task, checkpoint, local["sim_s"], out)
-        ratio = None
-        if "error" not in graph and local["progress_per_min"]:
-            ratio = round(graph["progress_per_min"] / local["progress_per_min"], 3)
-        rows.append({"task": task, "in_process": local, "graph": graph, "ratio": ratio})
+        print(f"[parity] {task}: in-process, seeds {args.seed + 1}..{args.seed + args.episodes}, "
+              f"<= {args.seconds:g} s each", flush=True)
+        local = in_process(task, checkpoint, args.episodes, args.seconds, args.seed + 1)
+        print(f"[parity] {task}: through the ROS graph at rtf {args.rtf:g}, the same seeds", flush=True)
+        rows.append(compare(task, local, through_graph(args, task, checkpoint, out)))
     print(format_table(rows))
     report = {"robot": args.robot, "episodes": args.episodes, "seconds": args.seconds, "seed": args.seed,
               "rtf": args.rtf, "checkpoint": str(checkpoint), "machine": procmem.machine_info(), "git_commit": commit,
@@ -137,4 +190,4 @@ def main(argv: list[str] | None = None) -> int:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(report, indent=1))
         print(f"simdist bench parity: wrote {args.json}")
-    return 1 if any("error" in r["graph"] for r in rows) else 0
+    return 1 if any("error" in r["graph"] or "error" in r for r in rows) else 0

@@ -64,5 +64,16 @@ falls at once), and a reader that is a few ticks behind must still get each one.
 that joins late (or restarts) gets the latest announcements; a past one is harmless, it only splits.
 """
 
+EPISODE_RESULT = QoSProfile(
+    history=HistoryPolicy.KEEP_LAST,
+    depth=100,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.TRANSIENT_LOCAL,
+)
+"""``episode_result``: the simulator's own verdict on each finished episode (benchmarks, evaluation scripts).
+Reliable and transient-local with 100 kept: an evaluator counting episodes must see every one, including
+the short ones a fall ends a second apart, and one that joins late still gets the recent ones.
+"""
+
 RELIABLE = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.RELIABLE)
 """Visualisation, plans, diagnostics: reliable, small queue."""

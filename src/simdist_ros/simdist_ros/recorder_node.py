@@ -57,6 +57,7 @@ COMMON_TOPICS: tuple[tuple[str, str], ...] = (
     (topics.DIAGNOSTICS, "diagnostic_msgs/msg/DiagnosticArray"),
     (topics.CHUNK_READY, "std_msgs/msg/String"), (topics.MODEL_UPDATE, "std_msgs/msg/String"),
     (topics.EPISODE_START, "std_msgs/msg/Header"),  # resets of the simulated robot: bag conversion cuts there
+    (topics.EPISODE_RESULT, "std_msgs/msg/String"),  # how each simulated episode ended (the task's metrics)
 )
 
 
@@ -200,6 +201,8 @@ def _qos_for(topic: str) -> QoSProfile:
         return qos.ANNOUNCE
     if topic == topics.EPISODE_START:
         return qos.EPISODE_START
+    if topic == topics.EPISODE_RESULT:
+        return qos.EPISODE_RESULT
     if topic in (topics.COMMAND, topics.EXECUTED_COMMAND, topics.LATENT):
         # Reliable without a deadline: the recorder must not raise deadline events of its own.
         return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.RELIABLE)

@@ -8,6 +8,7 @@ Graph role (topics relative, see ``simdist_ros.topics``):
          ``executed_command`` (qos.executed: reliable, 2 s of history), the task's command as an operator
          would give it (qos.RELIABLE: ``cmd_vel`` Twist for Go2, ``fixture_pose`` PoseStamped for UR5e),
          ``episode_start`` (std_msgs/Header, qos.EPISODE_START: every reset, before its sensors),
+         ``episode_result`` (std_msgs/String JSON, qos.EPISODE_RESULT: every finished episode),
          ``/clock``, ``/diagnostics``
 
 The node owns simulated time: it runs on wall time itself (``use_sim_time`` false), steps the env one
@@ -30,6 +31,9 @@ on ``episode_start``: its stamp is the stamp of the new episode's first observat
 reason (``start``, ``fell``, ``time_limit``, ``success``, ``sim_error``). The encoder and the replay buffer
 cut the episode there, even where the reset pose is close to the last one (see
 ``simdist_core.data.episodes``); real drivers announce nothing, their resets are caught by the jump rule.
+Every finished episode is also reported on ``episode_result`` (JSON: index, reset seed, cause, start and
+end in sim seconds, the task's own metrics): the simulator's verdict, which a benchmark or a user's
+evaluation script can compare episode by episode with ``simdist eval`` (``simdist bench parity`` does).
 
 Memory bound: 600 MiB RSS (soak peak 321 MiB Go2, 437 MiB UR5e with its renderer). What it holds: the env,
 one latest command, fixed-size counters.
@@ -37,6 +41,7 @@ one latest command, fixed-size counters.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -52,7 +57,7 @@ from sensor_msgs.msg import Image, Imu, JointState
 from simdist_core.config import parse_overrides
 from simdist_core.robots import get_robot
 from simdist_core.sim.base import RobotEnv, make_env
-from std_msgs.msg import Bool, Float64MultiArray, Header
+from std_msgs.msg import Bool, Float64MultiArray, Header, String
 from std_srvs.srv import Trigger
 
 from simdist_ros import msgs, qos, topics
@@ -156,6 +161,9 @@ class SimRobotNode(Node):
         command_topic, command_type = msgs.TASK_COMMAND_TOPICS[self.spec.name]
         self._task_command_pub = self.create_publisher(command_type, command_topic, qos.RELIABLE)
         self._episode_pub = self.create_publisher(Header, topics.EPISODE_START, qos.EPISODE_START)
+        self._result_pub = self.create_publisher(String, topics.EPISODE_RESULT, qos.EPISODE_RESULT)
+        self._episode_seed: int | None = params.seed  # the reset seed of the running episode (None: not known)
+        self._episode_start_ns = 0
         self._diag_pub = self.create_publisher(msgs.DiagnosticArray, topics.DIAGNOSTICS, qos.RELIABLE)
         self.create_subscription(Float64MultiArray, topics.COMMAND, self._on_command, qos.command(self.spec.control_hz))
         self._estop_reason = ""
@@ -277,10 +285,12 @@ class SimRobotNode(Node):
             except (ValueError, RuntimeError, FloatingPointError) as exc:  # e.g. unstable physics: reset, say so
                 self.get_logger().error(f"simulation step failed ({exc}); resetting the task")
                 with self._env_lock:
-                    self.env.reset()
+                    self._report_episode("sim_error", {})  # the env's metrics may be what failed
+                    self._reset_env()
                     # The reset state is not published: the next step's observation (one period on) opens the
                     # episode. Any stamp already published is <= sim_ns, so the boundary is never in the past.
-                    self._announce_episode("sim_error", self.sim_ns + self.dt_ns)
+                    self._episode_start_ns = self.sim_ns + self.dt_ns
+                    self._announce_episode("sim_error", self._episode_start_ns)
             periods = max(1, (self.sim_ns - sim_before_ns) // self.dt_ns)
             rtf = self._tunable.current.real_time_factor
             if rtf <= 0.0:
@@ -346,11 +356,26 @@ class SimRobotNode(Node):
             metrics = ", ".join(f"{k}={v:.3g}" for k, v in episode_metrics.items())
             log = self.get_logger().info if succeeded else self.get_logger().warning
             log(f"robot {reason} at t={self.sim_ns * 1e-9:.2f} s ({metrics}); resetting the task")
-            self.env.reset(seed=params.seed + self.counts["episodes"] if params.episode_seeds else None)
-            self._count("episodes")
+            self._report_episode(cause, episode_metrics)
+            self._reset_env()
             self.sim_ns += self.dt_ns  # the reset takes one control period: its state gets a stamp of its own
+            self._episode_start_ns = self.sim_ns
             self._announce_episode(cause, self.sim_ns)  # before the sensors it announces
             self._publish_state(self._sensors(None))
+
+    def _reset_env(self) -> None:
+        """Start the next episode: seed ``seed + k`` for episode k with ``episode_seeds``, else the env's generator."""
+        params = self._tunable.current
+        self._episode_seed = params.seed + self.counts["episodes"] if params.episode_seeds else None
+        self.env.reset(seed=self._episode_seed)
+        self._count("episodes")
+
+    def _report_episode(self, cause: str, metrics: dict[str, float]) -> None:
+        """Publish ``episode_result`` for the episode that just ended (``counts["episodes"]`` started so far)."""
+        result = {"episode": self.counts["episodes"] - 1, "seed": self._episode_seed, "cause": cause,
+                  "start_s": round(self._episode_start_ns * 1e-9, 6), "end_s": round(self.sim_ns * 1e-9, 6),
+                  "metrics": {k: float(v) for k, v in metrics.items()}}  # fmt: skip
+        self._result_pub.publish(String(data=json.dumps(result)))
 
     def _announce_episode(self, cause: str, t_ns: int) -> None:
         """Publish ``episode_start``: a new episode begins with the observation stamped ``t_ns``."""

@@ -18,6 +18,7 @@ CLOCK = "/clock"  # rosgraph_msgs/Clock from the simulated robot (absolute: one 
 
 # Episodes (simulated robot -> encoder, replay buffer, recorder). QoS: qos.EPISODE_START.
 EPISODE_START = "episode_start"  # std_msgs/Header: stamp = first observation of the new episode, frame_id = reason
+EPISODE_RESULT = "episode_result"  # std_msgs/String JSON: how a simulated episode ended (qos.EPISODE_RESULT)
 
 # Control. QoS: qos.COMMAND.
 COMMAND = "joint_command"  # std_msgs/Float64MultiArray, normalised action in [-1, 1]^A (forward-command style)

@@ -1,0 +1,41 @@
+"""Bootstrap intervals for episode metrics: what they contain, how they narrow, what they refuse."""
+
+import numpy as np
+import pytest
+from simdist_core.eval.stats import mean_ci, paired_ratio_ci
+
+
+def test_mean_interval_contains_the_mean_and_narrows_with_more_episodes():
+    rng = np.random.default_rng(1)
+    few, many = rng.normal(3.0, 1.5, 10), rng.normal(3.0, 1.5, 200)
+    m, lo, hi = mean_ci(few)
+    assert lo < m < hi and m == pytest.approx(few.mean())
+    _, lo2, hi2 = mean_ci(many)
+    assert hi2 - lo2 < (hi - lo) / 2
+    assert lo2 < 3.0 < hi2
+    assert mean_ci(few) == (m, lo, hi), "seeded: the same inputs give the same interval"
+
+
+def test_paired_ratio_of_identical_sides_is_one_and_of_a_doubled_side_two():
+    x = np.random.default_rng(2).uniform(0.5, 6.0, 30)
+    assert paired_ratio_ci(x, x) == pytest.approx((1.0, 1.0, 1.0))
+    r, lo, hi = paired_ratio_ci(2 * x, x)
+    assert (r, lo, hi) == pytest.approx((2.0, 2.0, 2.0))
+
+
+def test_paired_ratio_interval_covers_the_truth_for_noisy_sides():
+    rng = np.random.default_rng(3)
+    base = rng.uniform(0.5, 6.0, 40)
+    r, lo, hi = paired_ratio_ci(base * 0.8 + rng.normal(0, 0.3, 40), base)
+    assert lo < 0.8 < hi and lo < r < hi and hi < 1.0
+
+
+@pytest.mark.parametrize(("num", "den", "match"), [
+    ([1.0, 2.0], [1.0], "2 numerator values but 1"),
+    ([], [], "no values"),
+    ([1.0, float("nan")], [1.0, 1.0], "non-finite"),
+    ([1.0, 2.0], [0.0, 0.0], "undefined"),
+])
+def test_paired_ratio_refuses_what_has_no_ratio(num, den, match):
+    with pytest.raises(ValueError, match=match):
+        paired_ratio_ci(num, den)
