@@ -26,7 +26,8 @@ from simdist_core.planning.mppi import PRESETS, MPPIPlanner
 from simdist_core.robots import ROBOTS, RobotSpec
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
+    """The CPU model name (/proc/cpuinfo), for benchmark reports."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
@@ -139,7 +140,7 @@ def run_bench(
         "model_weights": weights,
         "model_config": to_dict(model.cfg),
         "machine": {
-            "cpu": _cpu_model(),
+            "cpu": cpu_model(),
             "cores": os.cpu_count(),
             "load_avg_1m_at_start": load_at_start,
             "load_avg_1m_at_end": os.getloadavg()[0],

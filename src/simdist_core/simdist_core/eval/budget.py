@@ -1,0 +1,148 @@
+"""``simdist bench budget``: what more planner samples buy in task performance (table + JSON).
+
+For each task and each sampling budget, ``simdist eval`` of one checkpoint on the same seeds: the
+planner config stored with the checkpoint (else the ``cpu`` preset) with ``num_samples`` Gaussian
+candidates and ``iterations`` refits replaced by the budget (``64x2``: 64 candidates, 2 iterations), or a
+named preset (``reference``). Everything else (horizon, elites, std, temperature) stays, so the budget is
+the only change. Reported per point: the task metric per episode with a 95 % bootstrap interval, falls,
+rollouts per tick and plan latency p50/p99 (wall ms of this machine at its load, recorded: the metric is
+what this benchmark is for; ``simdist bench planner`` measures latency on an idle machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from simdist_core.config import to_dict
+
+
+@dataclasses.dataclass(frozen=True)
+class Budget:
+    """One point: a label and the planner fields it sets."""
+
+    label: str
+    overrides: dict[str, str]
+
+
+def parse_budget(text: str) -> Budget:
+    """``SxI`` (samples x iterations) or a preset name.
+
+    Raises:
+        ValueError: neither form (names the valid presets).
+    """
+    from simdist_core.planning.mppi import PRESETS
+
+    if text in PRESETS:
+        return Budget(text, {})
+    samples, sep, iterations = text.partition("x")
+    if not (sep and samples.isdigit() and iterations.isdigit() and int(iterations) >= 1):
+        raise ValueError(f"budget {text!r}: give SxI (e.g. 64x2) or a preset name {sorted(PRESETS)}")
+    return Budget(text, {"num_samples": samples, "iterations": iterations})
+
+
+def planner_config(manifest: Any, budget: Budget) -> Any:  # noqa: ANN401
+    """The checkpoint's planner config (else ``cpu``) with the budget applied; elites capped at the candidates."""
+    from simdist_core.config import apply_overrides, from_dict
+    from simdist_core.planning.mppi import PlannerConfig, planner_preset
+
+    if not budget.overrides:
+        return planner_preset(budget.label)
+    stored = getattr(manifest, "planner_config", None)
+    base = from_dict(PlannerConfig, stored) if isinstance(stored, dict) else planner_preset("cpu")
+    candidates = int(budget.overrides["num_samples"]) + base.num_pi_samples
+    elites = {"num_elites": str(min(base.num_elites, candidates))}
+    return apply_overrides(base, {**budget.overrides, **elites})
+
+
+def run_point(model: Any, manifest: Any, task: str, budget: Budget, args: argparse.Namespace) -> dict[str, Any]:  # noqa: ANN401
+    """Evaluate one budget on one task; per-episode results and their summary."""
+    from simdist_core.eval.closed_loop import EvalConfig, evaluate
+    from simdist_core.eval.stats import mean_ci
+    from simdist_core.planning.mppi import MPPIPlanner
+
+    cfg = planner_config(manifest, budget)
+    if cfg.horizon > model.spec.horizon:
+        cfg = dataclasses.replace(cfg, horizon=model.spec.horizon)
+    planner = MPPIPlanner(model, cfg, seed=args.seed)
+    result = evaluate(model, EvalConfig(task=task, episodes=args.episodes, seconds=args.seconds, seed=args.seed),
+                      planner=planner, manifest=manifest)  # fmt: skip
+    metric_key = "success" if task.startswith("ur5e") else "forward_progress_m"
+    values = [float(m.get(metric_key, 0.0)) for m in result["per_episode"]]
+    mean, low, high = mean_ci(values)
+    return {
+        "task": task, "budget": budget.label, "planner": to_dict(cfg),
+        "rollouts_per_tick": cfg.num_samples * cfg.iterations + cfg.num_pi_samples + 1,
+        "metric": metric_key, "metric_mean": round(mean, 3), "metric_ci95": [round(low, 3), round(high, 3)],
+        "falls": int(sum(float(m.get("fell", 0.0)) for m in result["per_episode"])),
+        "plan_ms_p50": round(result["plan_ms_p50"], 2), "plan_ms_p99": round(result["plan_ms_p99"], 2),
+        "wall_s": round(result["wall_s"], 1), "per_episode": result["per_episode"],
+    }  # fmt: skip
+
+
+def format_table(points: list[dict[str, Any]]) -> str:
+    """One line per (task, budget)."""
+    head = (f"{'task':<12}{'budget':<11}{'rollouts/tick':>14}{'metric / episode [95 % CI]':>30}{'falls':>7}"
+            f"{'plan p50/p99 ms':>18}")
+    lines = [head, "-" * len(head)]
+    for p in points:
+        ci = f"{p['metric_mean']:.2f} [{p['metric_ci95'][0]:.2f}, {p['metric_ci95'][1]:.2f}]"
+        lines.append(f"{p['task']:<12}{p['budget']:<11}{p['rollouts_per_tick']:>14}{ci:>30}{p['falls']:>7}"
+                     f"{p['plan_ms_p50']:>10.1f} / {p['plan_ms_p99']:<6.1f}")
+    return "\n".join(lines)
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="simdist bench budget", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--checkpoint", type=Path, required=True, help="checkpoint directory")
+    p.add_argument("--task", default="go2/flat,go2/foam", help="comma list of task ids")
+    p.add_argument("--budgets", default="32x1,64x1,128x1,128x2,256x2", help="comma list of SxI or preset names")
+    p.add_argument("--episodes", type=int, default=10, help="episodes per point (the same seeds at every point)")
+    p.add_argument("--seconds", type=float, default=10.0, help="simulated seconds per episode at most")
+    p.add_argument("--seed", type=int, default=1000, help="first episode seed (and the planner's seed)")
+    p.add_argument("--json", type=Path, help="write the report here")
+    args = p.parse_args(argv)
+    args.tasks = [t.strip() for t in args.task.split(",") if t.strip()]
+    try:
+        args.budget_list = [parse_budget(b.strip()) for b in args.budgets.split(",") if b.strip()]
+    except ValueError as exc:
+        p.error(str(exc))
+    if not args.tasks or not args.budget_list or args.episodes < 1 or args.seconds <= 0:
+        p.error("need at least one task and budget, --episodes >= 1 and --seconds > 0")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``simdist bench budget``."""
+    import torch
+
+    from simdist_core.checkpoint import load_checkpoint
+    from simdist_core.planning.bench import cpu_model
+
+    args = _parse(list(sys.argv[1:] if argv is None else argv))
+    torch.set_num_threads(1)  # as the planner node
+    model, manifest = load_checkpoint(args.checkpoint)
+    model.eval().requires_grad_(False)
+    points = []
+    for task in args.tasks:
+        for budget in args.budget_list:
+            print(f"[budget] {task} {budget.label}: {args.episodes} episodes", flush=True)
+            points.append(run_point(model, manifest, task, budget, args))
+    print(format_table(points))
+    if args.json:
+        report = {"checkpoint": str(args.checkpoint), "episodes": args.episodes, "seconds": args.seconds,
+                  "seed": args.seed, "machine": {"cpu": cpu_model(),
+                                                 "cores": os.cpu_count(), "load_avg_end": os.getloadavg()},
+                  "torch_threads": 1, "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                  "points": points}  # fmt: skip
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(report, indent=1))
+        print(f"simdist bench budget: wrote {args.json}")
+    return 0

@@ -1,0 +1,50 @@
+"""``simdist bench budget``: budgets parse, only the sample budget changes, and a run reports every point."""
+
+import json
+
+import pytest
+import torch
+from _train_testlib import tiny_model
+from simdist_core.checkpoint import save_checkpoint
+from simdist_core.eval.budget import Budget, main, parse_budget, planner_config
+from simdist_core.planning.mppi import PRESETS, planner_preset
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def test_budgets_parse_as_samples_by_iterations_or_preset_names():
+    assert parse_budget("64x2") == Budget("64x2", {"num_samples": "64", "iterations": "2"})
+    assert parse_budget("reference") == Budget("reference", {})
+    for bad in ("64", "x2", "64x0", "sixtyx2", "fast"):
+        with pytest.raises(ValueError, match="SxI"):
+            parse_budget(bad)
+
+
+def test_a_budget_changes_samples_and_iterations_only_and_caps_elites():
+    class Manifest:
+        planner_config = {**vars(PRESETS["cpu"]), "temperature": 0.5}
+
+    cfg = planner_config(Manifest(), parse_budget("128x2"))
+    assert (cfg.num_samples, cfg.iterations, cfg.temperature, cfg.max_std) == (128, 2, 0.5, PRESETS["cpu"].max_std)
+    few = planner_config(Manifest(), parse_budget("0x1"))  # 8 prior candidates left: elites capped at them
+    assert few.num_samples == 0 and few.num_elites == PRESETS["cpu"].num_pi_samples
+    assert planner_config(None, parse_budget("reference")) == planner_preset("reference")
+
+
+def test_a_run_reports_each_task_and_budget_on_the_same_seeds(tmp_path):
+    torch.set_num_threads(1)
+    ckpt, out = tmp_path / "ckpt", tmp_path / "budget.json"
+    save_checkpoint(ckpt, tiny_model("go2"), version=1)
+    assert main(["--checkpoint", str(ckpt), "--task", "go2/flat", "--budgets", "4x1,8x2", "--episodes", "2",
+                 "--seconds", "0.2", "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert [p["budget"] for p in report["points"]] == ["4x1", "8x2"]
+    for p in report["points"]:
+        assert len(p["per_episode"]) == 2 and p["metric_ci95"][0] <= p["metric_mean"] <= p["metric_ci95"][1]
+    assert report["points"][1]["rollouts_per_tick"] > report["points"][0]["rollouts_per_tick"]
+
+
+def test_bad_budget_is_a_usage_error(capsys, tmp_path):
+    with pytest.raises(SystemExit) as exc:
+        main(["--checkpoint", str(tmp_path), "--budgets", "lots"])
+    assert exc.value.code == 2 and "budget 'lots'" in capsys.readouterr().err
