@@ -197,7 +197,7 @@ class Go2DriverNode(Node):
     # ---- outputs ------------------------------------------------------------------------------------------
     def _publish(self) -> None:
         state = self.bridge.latest()
-        if state is None:
+        if state is None or not state.is_finite():  # never publish (or integrate odometry from) a NaN reading
             return
         t_ns = self.get_clock().now().nanoseconds
         self._joint_pub.publish(msgs.make_joint_state(gc.JOINT_NAMES, state.q_rad, state.dq_rad_s,

@@ -87,6 +87,11 @@ class Go2State:
     remote_buttons: int
     """16-bit button word of the wireless remote (``REMOTE_BUTTONS`` bit indices)."""
 
+    def is_finite(self) -> bool:
+        """Whether every joint and IMU value is finite (a NaN from a broken encoder or IMU makes it unusable)."""
+        return all(bool(np.all(np.isfinite(a))) for a in (self.q_rad, self.dq_rad_s, self.quat_wxyz,
+                                                          self.gyro_rad_s, self.accel_m_s2))
+
 
 @dataclass(frozen=True, kw_only=True)
 class BridgeConfig:
@@ -181,8 +186,7 @@ class Go2SdkBridge:
             state = self._parse(msg)
             if state is None:
                 return
-            finite = all(np.all(np.isfinite(a)) for a in (state.q_rad, state.dq_rad_s, state.quat_wxyz,
-                                                          state.gyro_rad_s, state.accel_m_s2))
+            finite = state.is_finite()
             with self._lock:
                 self._latest = state
                 self.stats["states"] += 1
