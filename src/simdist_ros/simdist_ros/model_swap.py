@@ -195,16 +195,17 @@ class ModelSwapper:
         return str(version)
 
     def _refuse(self, exc: UpdateRefused) -> None:
+        reason = exc.reason if len(exc.reason) <= 500 else exc.reason[:500] + "..."  # may quote the sender's text
         with self._cond:
             self._counts["swaps_refused"] += 1
             self._counts[f"refused_{exc.kind}"] += 1
-            self.last_refusal = f"{exc.kind}: {exc.reason}"
+            self.last_refusal = f"{exc.kind}: {reason}"
             self._in_swap = self._pending is not None or self._candidate is not None
             dropped = self._log_budget.take()
         if dropped is not None:
             more = f" ({dropped} more refusals not logged; see refused_* in diagnostics)" if dropped else ""
             self._logger.error(f"refused model update ({exc.kind}), keeping version {self.version}: "
-                               f"{exc.reason}{more}")
+                               f"{reason}{more}")
 
     def counts(self) -> dict[str, object]:
         """Swap counters, refusals per kind and the last refusal reason for diagnostics."""
@@ -239,10 +240,12 @@ class ModelSwapper:
                                                    "shared with the finetuner: not an update the finetuner made")
         with self._cond:
             running, newest = self._version, self._newest_locked()
-            if ann.version == running:
+            if ann.version == running:  # the finetuner re-announcing after a restart (or a replay): no refusal
                 self._counts["updates_already_running"] += 1
+                loggable = self._log_budget.take() is not None
         if ann.version == running:
-            self._logger.info(f"model version {ann.version} is already running")
+            if loggable:
+                self._logger.info(f"model version {ann.version} is already running")
             return None
         if not is_newer_version(ann.version, newest):
             raise UpdateRefused("not_newer", f"version {ann.version} is not newer than version {newest} "
