@@ -6,7 +6,8 @@ runs on its motor drivers is computed here from each LowCmd (``tau = kp (q* - q)
 mode 0 = motor off), in SDK motor order (FR, FL, RR, RL) mapped to MuJoCo order with go2_constants.
 
 The test talks to it over a pipe: ``stats()`` returns what the robot received (CRC validity, gains and
-targets of the last commands), ``set_remote``/``pause_state``/``corrupt_next_states`` inject faults.
+targets of the last commands), ``set_remote``/``pause_state``/``corrupt_next_states``/``nan_next_states``
+inject faults.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ class _SimProcess:
         self.cmd = None  # (12, 6) SDK order: mode, q, dq, kp, kd, tau of the last valid LowCmd
         self.history: deque = deque(maxlen=HISTORY)
         self.counts = {"commands": 0, "crc_ok": 0, "crc_bad": 0, "states": 0}
-        self.remote, self.paused, self.corrupt, self.step = bytes(40), False, 0, 0
+        self.remote, self.paused, self.corrupt, self.nan_states, self.step = bytes(40), False, 0, 0, 0
         self.sub = ChannelSubscriber("rt/lowcmd", LowCmd_)
         self.sub.Init(self.on_cmd, 0)
         self.pub = ChannelPublisher("rt/lowstate", LowState_)
@@ -98,6 +99,8 @@ class _SimProcess:
                 self.paused = bool(arg)
             elif request == "corrupt":
                 self.corrupt = int(arg)
+            elif request == "nan":
+                self.nan_states = int(arg)
             self.conn.send(True)
         return True
 
@@ -119,7 +122,10 @@ class _SimProcess:
 
         msg = unitree_go_msg_dds__LowState_()
         data = self.data
-        q_mj, dq_mj = data.qpos[self.qadr], data.qvel[self.vadr]
+        q_mj, dq_mj = data.qpos[self.qadr].copy(), data.qvel[self.vadr]
+        if self.nan_states > 0:  # a broken encoder: valid CRC, impossible value
+            q_mj[0] = float("nan")
+            self.nan_states -= 1
         for i, j in enumerate(self.gc.MUJOCO_TO_SDK):
             msg.motor_state[i].q = float(q_mj[j])
             msg.motor_state[i].dq = float(dq_mj[j])
@@ -213,6 +219,10 @@ class Go2DdsSim:
 
     def corrupt_next_states(self, n: int) -> None:
         self._ask("corrupt", n)
+
+    def nan_next_states(self, n: int) -> None:
+        """The next ``n`` LowStates report NaN for one joint (with a valid CRC)."""
+        self._ask("nan", n)
 
     def stop(self) -> None:
         if self._proc.is_alive():

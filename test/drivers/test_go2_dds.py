@@ -6,6 +6,7 @@ are bounded polls, never timing assertions.
 """
 
 import os
+import threading
 import time
 
 import numpy as np
@@ -32,7 +33,7 @@ def _wait(predicate, timeout_s=30.0, poll_s=0.01):
     return predicate()
 
 
-def _make_stack(on_state=None, **control):
+def _make_stack(on_state=None, clock=time.monotonic, **control):
     bridge = Go2SdkBridge(BridgeConfig(domain_id=DOMAIN_ID, interface="lo"), on_state=on_state)
     bridge.start()
     lo, hi = joint_limits_rad()
@@ -41,7 +42,7 @@ def _make_stack(on_state=None, **control):
     # Generous timeouts: a loaded CI machine must not trip the watchdog where a test does not mean to.
     defaults = dict(control_hz=250.0, stand_duration_s=1.0, state_timeout_s=2.0)
     defaults.update(control)
-    controller = Go2Controller(ControlConfig(**defaults), bridge, safety)
+    controller = Go2Controller(ControlConfig(**defaults), bridge, safety, clock=clock)
     return bridge, controller, ControlLoop(controller)
 
 
@@ -203,3 +204,58 @@ def test_handler_exception_and_bad_crc_do_not_stop_reception(sim):
         assert bridge.stats["handler_errors"] == 5
     finally:
         bridge.close()
+
+
+def test_a_tick_that_raises_on_every_tick_still_damps_the_robot(sim):
+    """Regression: a tick error only latched the e-stop; a tick that raised before its write on every tick
+    (as a mistyped estop button name did) left the Go2 with no LowCmd at all. Now the loop's fail_safe writes
+    damping straight to the bridge each tick. Counted in commands the robot received, not in time."""
+    broken = threading.Event()
+
+    def clock():
+        if broken.is_set():
+            raise RuntimeError("injected: clock read failed")
+        return time.monotonic()
+
+    bridge, controller, loop = _make_stack(clock=clock)
+    assert bridge.wait_for_state(30.0) is not None
+    loop.start()
+    try:
+        _stand(controller)
+        assert _wait(lambda: sim.stats()["cmds"][-1][0, 3] == 25.0)
+        broken.set()
+        errors = loop.errors
+        n = sim.stats()["commands"]
+        assert _wait(lambda: sim.stats()["commands"] >= n + 120), "the robot must keep receiving commands"
+        stats = sim.stats()
+        cmds = stats["cmds"]  # (history, 12, 6) SDK order: mode, q, dq, kp, kd, tau
+        first_damp = int(np.flatnonzero(cmds[:, 0, 3] > 0.0)[-1]) + 1  # after the last PD command
+        damped = cmds[first_damp:]
+        assert len(damped) >= 100, f"only {len(damped)} commands after the fault"
+        np.testing.assert_array_equal(damped[:, :, 3], 0.0)  # kp = 0: no position control
+        np.testing.assert_allclose(damped[:, :, 4], DAMPING_KD)
+        assert np.all(damped[:, :, 0] == 1), "motors stay in servo mode (damping), never switched off"
+        assert np.all(stats["crc_flags"][-len(damped):]), "every damping command has a valid CRC"
+        assert loop.errors - errors >= 100 and loop.fail_safe_errors == 0
+        assert controller.fail_safe_commands >= 100 and controller.fail_safe_write_errors == 0
+        assert controller.last_sent.mode is Mode.ESTOP and "clock read failed" in controller.safety.estop_reason
+    finally:
+        loop.stop()
+        bridge.close()
+
+
+def test_non_finite_state_from_the_robot_latches_damping(stack):
+    sim, bridge, controller = stack
+    _stand(controller)
+    sim.nan_next_states(3)
+    assert _wait(lambda: controller.last_sent.mode is Mode.ESTOP), _why(controller)
+    assert "non-finite" in controller.safety.estop_reason
+    assert _wait(lambda: bridge.stats["nonfinite_states"] == 3), "each bad state is counted on arrival"
+    n = sim.stats()["commands"]
+    assert _wait(lambda: sim.stats()["commands"] >= n + 50)
+    cmds = sim.stats()["cmds"][-50:]
+    np.testing.assert_array_equal(cmds[:, :, 3], 0.0)
+    assert np.all(np.isfinite(cmds[:, :, 1])), "no NaN target ever reaches the motors"
+    n = bridge.stats["states"]
+    assert _wait(lambda: bridge.stats["states"] > n + 20)
+    assert controller.last_sent.mode is Mode.ESTOP, "finite states again do not clear the latch"

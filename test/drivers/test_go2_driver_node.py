@@ -1,7 +1,8 @@
 """The Go2 driver node in a real rclpy graph, against the MuJoCo Go2 over DDS loopback.
 
-Topics and services as the rest of the graph sees them: stand_up, joint_command -> executed_command and the
-robot's received targets, e-stop topic latching until the reset service, joint_states in MuJoCo order.
+Topics and services as the rest of the graph sees them: stand_up, joint_command from a default-QoS
+publisher -> executed_command and the robot's received targets, NaN and wrong-length commands dropped,
+e-stop topic latching until the reset service, joint_states in MuJoCo order.
 """
 
 import os
@@ -17,6 +18,7 @@ from go2_dds_sim import Go2DdsSim
 from nav_msgs.msg import Odometry
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.parameter import Parameter
+from rclpy.qos import QoSProfile
 from sensor_msgs.msg import JointState
 from simdist_core.sim import go2_constants as gc
 from std_msgs.msg import Bool, Float64MultiArray
@@ -81,7 +83,9 @@ def test_driver_node_topics_services_and_estop(graph):
     peer.create_subscription(Float64MultiArray, topics.EXECUTED_COMMAND, lambda m: received["exec"].append(m.data),
                              qos.command(50.0))
     peer.create_subscription(JointState, topics.JOINT_STATES, lambda m: received["joints"].append(m), qos.SENSOR)
-    cmd_pub = peer.create_publisher(Float64MultiArray, topics.COMMAND, qos.command(50.0))
+    # Default QoS, as `ros2 topic pub` or a teleop tool publishes. Regression: the driver requested a 40 ms
+    # deadline, which such a publisher does not offer, so DDS never delivered its commands.
+    cmd_pub = peer.create_publisher(Float64MultiArray, topics.COMMAND, QoSProfile(depth=10))
     estop_pub = peer.create_publisher(Bool, topics.ESTOP, 10)
 
     assert _wait(lambda: len(received["joints"]) >= 5)
@@ -136,9 +140,17 @@ def test_driver_node_topics_services_and_estop(graph):
     assert _wait(applied), (f"executed {received['exec'][-1:]}, sent {driver.controller.last_sent}, "
                             f"clamps so far {driver.controller.clamp_counts}")
 
-    # A malformed command is dropped and counted, the driver keeps running.
+    # Malformed commands (wrong length, NaN) are dropped and counted: never sent, never an e-stop (the watchdog
+    # then holds and damps as for any missing command).
     cmd_pub.publish(Float64MultiArray(data=[0.0] * 5))
     assert _wait(lambda: driver.bad_commands == 1)
+    cmd_pub.publish(Float64MultiArray(data=[*action[:11], float("nan")]))
+    assert _wait(lambda: driver.bad_commands == 2)
+    assert driver.controller.safety.estop_reason is None
+    assert np.all(np.isfinite(sim.stats()["cmds"][-1][:, 1])), "no NaN target reached the motors"
+    # A best-effort publisher cannot reach the reliable reader: the driver counts and logs it.
+    peer.create_publisher(Float64MultiArray, topics.COMMAND, qos.SENSOR)
+    assert _wait(lambda: driver.incompatible_publishers >= 1)
 
     estop_pub.publish(Bool(data=True))
     assert _wait(lambda: driver.controller.last_sent.mode is Mode.ESTOP)
@@ -172,3 +184,15 @@ def test_entry_point_without_a_robot_exits_with_the_cyclonedds_hint():
     assert proc.returncode == 1
     assert "no LowState on rt/lowstate" in proc.stderr + proc.stdout
     assert "CycloneDDS 0.10" in proc.stderr + proc.stdout
+
+
+def test_a_mistyped_estop_button_stops_the_node_before_it_joins_the_robot():
+    """Regression: an unknown button name raised KeyError inside every control tick (no LowCmd at all)."""
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        with pytest.raises(ValueError, match=r"unknown remote button\(s\) \['B2'\]"):
+            Go2DriverNode(context=context, parameter_overrides=[Parameter("estop_buttons", value=["L2", "B2"]),
+                                                                Parameter("connect_timeout_s", value=0.1)])
+    finally:
+        rclpy.shutdown(context=context)

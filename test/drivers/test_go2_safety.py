@@ -160,3 +160,20 @@ def test_remote_buttons():
     assert not remote_pressed(word, ())
     with pytest.raises(KeyError, match="valid"):
         remote_pressed(word, ("Z",))
+
+
+def test_wrong_length_joint_state_latches_the_estop_instead_of_raising():
+    safety = _make_active()
+    sent = safety.send(np.zeros(J + 1), ZERO, 0.3)
+    assert sent.mode is Mode.ESTOP and sent.kp == 0.0 and sent.kd == 2.0 and sent.q_rad.shape == (J,)
+    assert "shapes" in safety.estop_reason
+
+
+def test_unknown_estop_button_is_refused_at_start():
+    """Regression: the names were first checked inside the control tick, where a typo raised KeyError on every
+    tick and the robot got no command at all. Now the config refuses them before anything starts."""
+    from go2_bringup.go2_control import ControlConfig
+
+    with pytest.raises(ValueError, match=r"unknown remote button\(s\) \['L3'\]; valid: .*'L2'"):
+        ControlConfig(estop_buttons=("L3", "B"))
+    assert ControlConfig(estop_buttons=()).estop_buttons == ()

@@ -1,9 +1,13 @@
-"""UR5e driver control loop against the MuJoCo arm backend (no ROS), on a stepped clock: no wall time."""
+"""UR5e driver control loop against the MuJoCo arm backend (no ROS), on a stepped clock: no wall time.
+
+Faults are injected where a real arm would produce them: the backend's encoder readings
+(``MujocoBackend.sensor_fault``), its link, and the controller's clock (a tick that raises).
+"""
 
 import numpy as np
 import pytest
 from ur5e_bringup.mujoco_backend import MujocoBackend
-from ur5e_bringup.ur5e_control import ArmControlConfig, ArmMode, Ur5eController
+from ur5e_bringup.ur5e_control import ArmControlConfig, ArmLoop, ArmMode, Ur5eController
 
 pytestmark = pytest.mark.timeout(120)
 DT = 0.002
@@ -12,8 +16,11 @@ DT = 0.002
 class _Clock:
     def __init__(self):
         self.t = 0.0
+        self.broken = False
 
     def __call__(self):
+        if self.broken:
+            raise RuntimeError("injected: clock read failed")
         return self.t
 
 
@@ -50,6 +57,10 @@ def test_config_names_the_bad_field():
         ArmControlConfig(stop_timeout_s=0.1)
     with pytest.raises(ValueError, match="servo_gain"):
         ArmControlConfig(servo_gain=50.0)
+    with pytest.raises(ValueError, match="runaway_speed_rad_s must be > max_joint_speed_rad_s"):
+        ArmControlConfig(max_joint_speed_rad_s=1.5, runaway_speed_rad_s=1.0)
+    with pytest.raises(ValueError, match="finite"):
+        ArmControlConfig(runaway_speed_rad_s=float("nan"))
 
 
 def test_actions_move_the_tcp_within_speed_and_accel_limits():
@@ -102,10 +113,16 @@ def test_estop_latches_until_reset():
     assert controller.mode is ArmMode.ESTOP and len(targets) == n
     assert controller.ignored_commands >= 4 and backend.stop_calls == 1
     assert controller.reset()
+    # Regression: reset() went straight to IDLE, so a planner still streaming moved the arm at once.
+    ignored = controller.ignored_commands
+    _run(controller, clock, 100, action=np.array([1.0, 0.0, 0.0, 0.0]))
+    assert controller.mode is ArmMode.DISABLED and len(targets) == n, "no motion after reset without enable"
+    assert controller.ignored_commands == ignored + 4
+    assert controller.enable()
     _run(controller, clock, 10)
     assert controller.mode is ArmMode.IDLE
     _run(controller, clock, 10, action=np.zeros(4))
-    assert controller.mode is ArmMode.ACTIVE
+    assert controller.mode is ArmMode.ACTIVE and len(targets) > n
 
 
 def test_protective_stop_needs_the_pendant_and_a_reset():
@@ -119,7 +136,11 @@ def test_protective_stop_needs_the_pendant_and_a_reset():
     backend.unlock()
     _run(controller, clock, 2)
     assert controller.mode is ArmMode.PROTECTIVE_STOP, "clearing on the pendant alone does not resume"
+    assert not controller.enable(), "enable is refused while a stop is latched"
     assert controller.reset()
+    _run(controller, clock, 5, action=np.zeros(4))
+    assert controller.mode is ArmMode.DISABLED
+    assert controller.enable()
     _run(controller, clock, 5, action=np.zeros(4))
     assert controller.mode is ArmMode.ACTIVE
 
@@ -184,3 +205,87 @@ def test_pressing_into_the_table_trips_the_controllers_protective_stop():
     n = len(targets)
     _run(controller, clock, 50, action=np.array([0.0, 0.0, 1.0, 0.0]))
     assert len(targets) == n and controller.ignored_commands >= 2
+
+
+def test_a_tick_that_raises_on_every_tick_stops_the_arm_once():
+    """Regression: a tick error only latched the e-stop; a tick that raised again before reaching the stop
+    code (here: the clock) never sent the stop, leaving the arm on its last servo target. Now the loop calls
+    ``fail_safe``, which stops the arm through the backend alone."""
+    backend, controller, clock, targets = _make()
+    loop = ArmLoop(controller)
+    for k in range(100):
+        if k % 25 == 0:
+            controller.set_action(np.array([1.0, 0.0, 0.0, 0.0]))
+        assert loop.step()
+        clock.t += DT
+    assert controller.mode is ArmMode.ACTIVE and backend.stop_calls == 0
+    n = len(targets)
+    clock.broken = True
+    assert not any(loop.step() for _ in range(200))  # 200 ticks, every one raising
+    assert loop.errors == 200 and loop.fail_safe_errors == 0
+    assert backend.stop_calls == 1 and controller.fail_safe_stops == 1, "stopped once, not 200 times"
+    assert len(targets) == n, "no servo target after the fault"
+    assert controller.mode is ArmMode.ESTOP and "clock read failed" in controller.estop_reason
+    assert not controller.set_action(np.zeros(4))
+
+
+def test_fail_safe_retries_a_stop_that_raised_and_never_raises_itself():
+    backend, controller, clock, _ = _make()
+    _run(controller, clock, 30, action=np.zeros(4))
+    stop, attempts = backend.stop, []
+
+    def flaky_stop():  # the link refuses the first two stops
+        attempts.append(1)
+        if len(attempts) <= 2:
+            raise ConnectionError("injected: RTDE write failed")
+        stop()
+
+    backend.stop = flaky_stop
+    clock.broken = True
+    loop = ArmLoop(controller)
+    for _ in range(10):
+        loop.step()
+    assert loop.fail_safe_errors == 0, "fail_safe itself never raises"
+    assert controller.fail_safe_errors == 2 and controller.fail_safe_stops == 1 and backend.stop_calls == 1
+    assert len(attempts) == 3, "retried until one stop went out, then no more"
+
+
+@pytest.mark.parametrize("fault, reason", [
+    ({"q_rad": [0.0, -1.5, 1.5, np.nan, -1.57, 0.0]}, "non-finite joint state"),
+    ({"dq_rad_s": [0.0, np.inf, 0.0, 0.0, 0.0, 0.0]}, "non-finite joint state"),
+    ({"q_rad": np.zeros(5)}, "shapes (5,)"),
+    ({"dq_rad_s": [0.0, 0.0, 3.0, 0.0, 0.0, 0.0]}, "runaway"),
+])
+def test_impossible_or_runaway_joint_readings_stop_the_arm(fault, reason):
+    backend, controller, clock, targets = _make()
+    _run(controller, clock, 60, action=np.array([0.0, 1.0, 0.0, 0.0]))
+    assert controller.mode is ArmMode.ACTIVE and controller.reading_ok
+    good = controller.state
+    n = len(targets)
+    backend.sensor_fault(**fault)
+    _run(controller, clock, 50, action=np.array([0.0, 1.0, 0.0, 0.0]))
+    assert controller.mode is ArmMode.ESTOP and reason in controller.estop_reason, controller.estop_reason
+    assert len(targets) == n and backend.stop_calls == 1, "no servo target after the bad reading; one stop"
+    assert controller.bad_states == 50 and not controller.reading_ok
+    assert controller.state is good, "the impossible reading is never kept as the arm's state"
+    # Reset does not help while the encoders still lie; once they read true, enable resumes.
+    assert controller.reset()
+    _run(controller, clock, 2)
+    assert controller.mode is ArmMode.ESTOP
+    backend.sensor_fault()
+    assert controller.reset() and controller.enable()
+    _run(controller, clock, 10, action=np.zeros(4))
+    assert controller.mode is ArmMode.ACTIVE and controller.reading_ok
+
+
+def test_a_non_finite_ik_target_is_never_streamed():
+    """White-box fault: the TCP target goes NaN (as a numerical failure would); the IK output is checked
+    before servoJ, so the arm stops instead of receiving NaN joint targets."""
+    backend, controller, clock, targets = _make()
+    _run(controller, clock, 30, action=np.array([1.0, 0.0, 0.0, 0.0]))
+    n = len(targets)
+    controller.kin.ik.target_pos[:] = np.nan
+    _run(controller, clock, 20)
+    assert controller.mode is ArmMode.ESTOP and "non-finite joint target" in controller.estop_reason
+    assert len(targets) == n and all(np.all(np.isfinite(t)) for t in targets)
+    assert backend.stop_calls == 1

@@ -1,4 +1,5 @@
-"""The UR5e driver node in a real rclpy graph with the MuJoCo arm backend: commands, state, e-stop."""
+"""The UR5e driver node in a real rclpy graph with the MuJoCo arm backend: commands (default QoS, NaN, wrong
+length), state, e-stop, reset into disabled and the explicit enable."""
 
 import threading
 import time
@@ -10,6 +11,7 @@ from geometry_msgs.msg import WrenchStamped
 from nav_msgs.msg import Odometry
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.parameter import Parameter
+from rclpy.qos import QoSProfile
 from sensor_msgs.msg import JointState
 from simdist_core.sim.ur5e_constants import ARM_JOINTS
 from std_msgs.msg import Bool, Float64MultiArray
@@ -31,12 +33,24 @@ def _wait(predicate, timeout_s=30.0):
     return predicate()
 
 
+def _call(peer, name):
+    client = peer.create_client(Trigger, name)
+    assert client.wait_for_service(timeout_sec=10.0)
+    future = client.call_async(Trigger.Request())
+    assert _wait(future.done)
+    return future.result()
+
+
 def test_rtde_backend_without_ip_is_a_clear_parameter_error():
     context = rclpy.Context()
     rclpy.init(context=context)
     try:
         with pytest.raises(ValueError, match="robot_ip"):
             Ur5eDriverNode(context=context)
+        with pytest.raises(ValueError, match="runaway_speed_rad_s must be > max_joint_speed_rad_s"):
+            Ur5eDriverNode(context=context, parameter_overrides=[
+                Parameter("backend", value="mujoco"), Parameter("max_joint_speed_rad_s", value=2.0),
+                Parameter("runaway_speed_rad_s", value=1.0)])
     finally:
         rclpy.shutdown(context=context)
 
@@ -59,7 +73,9 @@ def test_driver_node_with_the_mujoco_arm():
         peer.create_subscription(WrenchStamped, topics.WRENCH, wrenches.append, qos.SENSOR)
         peer.create_subscription(Float64MultiArray, topics.EXECUTED_COMMAND, lambda m: executed.append(m.data),
                                  qos.command(20.0))
-        cmd_pub = peer.create_publisher(Float64MultiArray, topics.COMMAND, qos.command(20.0))
+        # A publisher with default QoS (as `ros2 topic pub` or a teleop tool makes): the driver must hear it.
+        # Regression: the driver requested a deadline, which a default publisher does not offer: nothing arrived.
+        cmd_pub = peer.create_publisher(Float64MultiArray, topics.COMMAND, QoSProfile(depth=10))
         estop_pub = peer.create_publisher(Bool, topics.ESTOP, 10)
         assert _wait(lambda: len(joints) >= 3 and len(wrenches) >= 3)
         q0, _, _ = msgs.joint_state_to_arrays(joints[-1], ARM_JOINTS)
@@ -70,6 +86,14 @@ def test_driver_node_with_the_mujoco_arm():
         assert any(np.allclose(e, action) for e in executed)
         q1, _, _ = msgs.joint_state_to_arrays(joints[-1], ARM_JOINTS)
         assert np.max(np.abs(q1 - q0)) > 0.01, "the arm moved under the commands"
+        # NaN and wrong-length commands are dropped and counted; the arm keeps its mode.
+        for i, bad in enumerate(([0.0, float("nan"), 0.0, 0.0], [0.0] * 3, [0.0] * 12), start=1):
+            cmd_pub.publish(Float64MultiArray(data=bad))  # one at a time: the driver keeps only the newest
+            assert _wait(lambda i=i: driver.bad_commands == i), bad
+        assert driver.controller.mode in (ArmMode.ACTIVE, ArmMode.HOLD, ArmMode.STOPPED)
+        # A best-effort publisher cannot reach a reliable reader: counted and logged, not silent.
+        peer.create_publisher(Float64MultiArray, topics.COMMAND, qos.SENSOR)
+        assert _wait(lambda: driver.incompatible_publishers >= 1)
 
         # odom carries the TCP pose the encoder reads: the sim's tcp site through the same kinematics.
         assert odoms and odoms[-1].child_frame_id == "tcp"
@@ -81,10 +105,12 @@ def test_driver_node_with_the_mujoco_arm():
         assert _wait(lambda: driver.controller.mode is ArmMode.ESTOP)
         cmd_pub.publish(Float64MultiArray(data=action))
         assert _wait(lambda: driver.controller.ignored_commands >= 1)
-        client = peer.create_client(Trigger, "reset_estop")
-        assert client.wait_for_service(timeout_sec=10.0)
-        future = client.call_async(Trigger.Request())
-        assert _wait(future.done) and future.result().success
+        assert _call(peer, "reset_estop").success
+        assert _wait(lambda: driver.controller.mode is ArmMode.DISABLED), "reset alone never re-enables"
+        ignored = driver.controller.ignored_commands
+        cmd_pub.publish(Float64MultiArray(data=action))
+        assert _wait(lambda: driver.controller.ignored_commands > ignored)
+        assert _call(peer, "enable").success
         assert _wait(lambda: driver.controller.mode is ArmMode.IDLE)
     finally:
         driver.close()

@@ -152,3 +152,21 @@ def tiny_world_model(robot: str = "go2", seed: int = 0):
     torch.manual_seed(seed)
     cfg = WorldModelConfig(latent_dim=16, width=16, heads=2, layers=1, ffn=32, policy_layers=1, encoder_hidden=32)
     return WorldModel(get_robot(robot), cfg)
+
+
+def update_source(tmp_path):
+    """(update_dir, key_file, key) as ``simdist launch`` sets them up for the planner and the finetuner."""
+    from simdist_core.checkpoint_auth import create_key_file, read_key
+
+    key_file = create_key_file(tmp_path / "launch" / "model_update.key")
+    update_dir = tmp_path / "updates"
+    update_dir.mkdir(exist_ok=True)
+    return update_dir, key_file, read_key(key_file)
+
+
+def signed_update(key, path, parts_changed=("dynamics",)):
+    """The announcement the finetuner publishes for the checkpoint at ``path`` (tagged with ``key``)."""
+    from simdist_core.checkpoint import read_manifest
+    from simdist_ros.model_update import make_announcement
+
+    return make_announcement(read_manifest(path), key, path, list(parts_changed))

@@ -1,5 +1,6 @@
 """Finetuner node in a real rclpy graph: a round in a worker process, gated atomic checkpoint, announcement."""
 
+import json
 import signal
 
 import numpy as np
@@ -8,13 +9,15 @@ import rclpy
 import torch
 from _graph_helpers import AnnounceCollector, DiagnosticsCollector, start_node, stop, wait_for
 from simdist_core.checkpoint import save_checkpoint, verify_checkpoint
+from simdist_core.checkpoint_auth import create_key_file, read_key, verify_tag
 from simdist_core.data.chunks import ChunkWriter
 from simdist_core.data.transitions import make_record
 from simdist_core.models.world_model import WorldModel
 from simdist_core.robots import GO2
 from simdist_ros.finetuner_node import latest_checkpoint
+from std_msgs.msg import String
 
-from simdist_ros import topics
+from simdist_ros import qos, topics
 
 
 def make_checkpoint(path, version=0, seed=0):
@@ -23,9 +26,9 @@ def make_checkpoint(path, version=0, seed=0):
     return save_checkpoint(path, WorldModel(GO2), version=version)
 
 
-def fill_replay(root, n_steps, episode_len=150, seed=0):
+def fill_replay(root, n_steps, episode_len=150, seed=0, shard="shard-replay-0000"):
     rng = np.random.default_rng(seed)
-    with ChunkWriter(root / "shard-replay-0000", chunk_steps=100, fsync=False) as writer:
+    with ChunkWriter(root / shard, chunk_steps=100, fsync=False) as writer:
         for i in range(n_steps):
             obs = {"proprio": (0.1 * rng.normal(size=GO2.proprio_dim)).astype(np.float32),
                    "command": np.array([0.5, 0, 0], np.float32),
@@ -39,9 +42,10 @@ def test_finetuner_round_announces_verified_dynamics_only_checkpoint(tmp_path):
     initial = make_checkpoint(tmp_path / "init")
     fill_replay(tmp_path / "replay", 300)
     out = tmp_path / "ckpt"
+    key_file = create_key_file(tmp_path / "launch" / "model_update.key")
     params = {"robot": "go2", "checkpoint": str(tmp_path / "init"), "replay_dir": str(tmp_path / "replay"),
               "output_dir": str(out), "min_new_steps": 100, "steps_per_round": 10, "batch_size": 8,
-              "max_rounds": 1, "check_period_s": 0.2}
+              "max_rounds": 1, "check_period_s": 0.2, "update_key_file": str(key_file)}
     proc = start_node("finetuner_node", params, tmp_path / "ft.log")
     context = rclpy.Context()
     rclpy.init(context=context)
@@ -55,7 +59,9 @@ def test_finetuner_round_announces_verified_dynamics_only_checkpoint(tmp_path):
         assert ann["version"] == initial.version + 1 and ann["parent_version"] == initial.version
         assert ann["parts_changed"] == ["dynamics"]
         manifest = verify_checkpoint(ann["path"])
-        assert ann["sha256"] == manifest.weights_sha256
+        assert ann["sha256"] == manifest.weights_sha256 and ann["parts"] == manifest.parts
+        assert verify_tag(read_key(key_file), ann["tag"], version=ann["version"], weights_sha256=ann["sha256"],
+                          parts=ann["parts"]), "announced with the tag the planner checks"
         assert manifest.parts["encoder"] == initial.parts["encoder"], "the encoder must stay bit-identical"
         assert manifest.parts["dynamics"] != initial.parts["dynamics"]
         assert ann["val_loss"] < ann["old_val_loss"], "announced only because the gate passed"
@@ -85,6 +91,70 @@ def test_finetuner_round_announces_verified_dynamics_only_checkpoint(tmp_path):
         if proc.poll() is None:
             stop(proc, signal.SIGKILL)
         rclpy.shutdown(context=context)
+
+
+@pytest.mark.timeout(300)
+def test_forged_chunk_counts_start_no_round(tmp_path):
+    """Regression: the finetuner took ``known_steps = max(known_steps, total_steps, disk)`` from any
+    chunk_ready, so one forged huge count started round after round (and hot swaps) on data that did not
+    exist. The fix counts only sealed chunks on disk; the message is a doorbell."""
+    make_checkpoint(tmp_path / "init")
+    fill_replay(tmp_path / "replay", 50)
+    key_file = create_key_file(tmp_path / "launch" / "model_update.key")
+    params = {"robot": "go2", "checkpoint": str(tmp_path / "init"), "replay_dir": str(tmp_path / "replay"),
+              "output_dir": str(tmp_path / "ckpt"), "min_new_steps": 100, "steps_per_round": 1, "batch_size": 8,
+              "check_period_s": 0.2, "update_key_file": str(key_file)}
+    proc = start_node("finetuner_node", params, tmp_path / "ft.log")
+    log = lambda: (tmp_path / "ft.log").read_text()[-3000:]  # noqa: E731
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        collector = AnnounceCollector(context, topics.MODEL_UPDATE)
+        diag = DiagnosticsCollector(context, collector.executor)
+        pub = collector.node.create_publisher(String, topics.CHUNK_READY, qos.ANNOUNCE)
+
+        def values():
+            return diag.find("finetuner") or {}
+
+        assert wait_for(lambda: values().get("known_steps") == "50", 120, collector.spin), log()
+        forged = {"path": "/nowhere/chunk-999999", "steps": 10**9, "sha256": "0" * 64, "index": 999999,
+                  "total_steps": 10**9, "dropped": {}}
+        pub.publish(String(data=json.dumps(forged)))
+        assert wait_for(lambda: values().get("chunk_counts_refused") == "1", 60, collector.spin), log()
+        pub.publish(String(data="{not json"))
+        assert wait_for(lambda: values().get("chunk_ready_malformed") == "1", 60, collector.spin), log()
+        diag.latest.clear()  # a report written after both were handled
+        assert wait_for(lambda: values().get("known_steps"), 60, collector.spin)
+        assert values()["rounds"] == "0" and values()["known_steps"] == "50", f"forged count: a round: {values()}"
+        assert "counting only those on disk" in log()
+
+        # Real data arriving on disk does start a round: the doorbell works, only its count is ignored.
+        fill_replay(tmp_path / "replay", 100, seed=1, shard="shard-replay-0001")
+        pub.publish(String(data=json.dumps({**forged, "total_steps": 100})))
+        assert wait_for(lambda: values().get("rounds") == "1", 60, collector.spin), log()
+        assert values()["known_steps"] == "150" and values()["chunk_counts_refused"] == "1"
+        assert stop(proc, signal.SIGINT) == 0, log()
+    finally:
+        if proc.poll() is None:
+            stop(proc, signal.SIGKILL)
+        rclpy.shutdown(context=context)
+
+
+def test_finetuner_refuses_to_start_without_a_safe_key(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    make_checkpoint(tmp_path / "init")
+    key_file = create_key_file(tmp_path / "k.key")
+    os.chmod(key_file, 0o644)
+    base = ["--ros-args", "-p", f"checkpoint:={tmp_path / 'init'}", "-p", f"output_dir:={tmp_path / 'ckpt'}"]
+    for extra, message in (([], "update_key_file must name"),
+                           (["-p", f"update_key_file:={key_file}"], "chmod 600")):
+        boot = "import sys; from simdist_ros.finetuner_node import main; sys.exit(main())"
+        result = subprocess.run([sys.executable, "-c", boot, *base, *extra],
+                                capture_output=True, text=True, timeout=120)
+        assert result.returncode == 1 and message in result.stdout + result.stderr, result.stderr[-2000:]
 
 
 def test_latest_checkpoint_skips_corrupt(tmp_path):

@@ -7,8 +7,9 @@ of 0.25 (80 ms of wall time per 20 ms control step for the encode -> plan chain 
 the recorder on two cores), 50-step chunks, a finetune round after 100 new steps with 10 updates, one
 round. The checkpoint is a randomly
 initialised world model (the robot falls and is reset a lot: this
-test is about the graph, not walking). Fault cases: a corrupt checkpoint announced (refused, the old
-model keeps running) and the encoder frozen (SIGSTOP: the planner holds and reports stale input).
+test is about the graph, not walking). Fault cases: a corrupt checkpoint announced with a valid tag and
+an untagged announcement (both refused, the old model keeps running; every other forgery is in
+test_update_security.py) and the encoder frozen (SIGSTOP: the planner holds and reports stale input).
 The replay buffer's SIGKILL + restart case is in test_graph_replay.py.
 """
 
@@ -22,9 +23,11 @@ import pytest
 import rclpy
 import torch
 from _graph_helpers import AnnounceCollector, DiagnosticsCollector, wait_for
+from node_harness import signed_update
 from rclpy.qos import QoSProfile
 from rosgraph_msgs.msg import Clock
 from simdist_core.checkpoint import save_checkpoint
+from simdist_core.checkpoint_auth import read_key
 from simdist_core.data.chunks import list_chunks, verify_chunk
 from simdist_core.models.world_model import WorldModel
 from simdist_core.robots import GO2
@@ -110,19 +113,24 @@ def test_full_graph_adapts_hot_swaps_and_survives_faults(tmp_path):
         ann = next(a for a in updates.items if a.get("version") == 1)
         assert swapped["model_version"] == "1" and ann["parts_changed"] == ["dynamics"]
 
-        # 2) a corrupt checkpoint announced -> refused, the old model keeps running
-        corrupt = tmp_path / "corrupt"
+        # 2) a corrupt checkpoint in the update folder, announced with a valid tag (the launcher's key) ->
+        # refused on its hash, the old model keeps running; the same announcement untagged -> refused unread
+        corrupt = out / "checkpoints" / "v0099"
         shutil.copytree(ann["path"], corrupt)
+        manifest = json.loads((corrupt / "manifest.json").read_text())
+        (corrupt / "manifest.json").write_text(json.dumps({**manifest, "version": 99}))
         weights = corrupt / "model.safetensors"
         data = bytearray(weights.read_bytes())
         data[-100] ^= 0xFF
         weights.write_bytes(bytes(data))
-        bad = {**ann, "path": str(corrupt), "version": 99, "parent_version": 1}
-        probe.update_pub.publish(String(data=json.dumps(bad)))
-        assert wait_for(lambda: _int(_planner(diag), "swaps_refused") >= 1, 120, spin), logs()
+        key = read_key(out / "launch" / "model_update.key")
+        probe.update_pub.publish(String(data=signed_update(key, corrupt)))
+        assert wait_for(lambda: _int(_planner(diag), "refused_invalid") >= 1, 120, spin), logs()
+        assert "sha256" in _planner(diag)["last_refusal"], _planner(diag)["last_refusal"]
+        probe.update_pub.publish(String(data=json.dumps({**ann, "version": 100})))
+        assert wait_for(lambda: _int(_planner(diag), "refused_unauthenticated") >= 1, 120, spin), logs()
         spin(3.0)
         assert _planner(diag)["model_version"] == "1", "the old model must keep running after a refusal"
-        assert "sha256" in _planner(diag)["last_refusal"] or "corrupt" in _planner(diag)["last_refusal"].lower()
 
         # 3) the encoder stops publishing -> the planner holds and reports it
         holds0 = _int(_planner(diag), "holds_stale")

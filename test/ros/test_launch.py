@@ -180,3 +180,31 @@ def test_pip_launcher_commands(tmp_path):
     cmd = node_command(proc.nodes[1], proc.graph.params_file_path(), overrides)
     assert cmd[cmd.index("--ros-args"):] == ["--ros-args", "-r", "__node:=encoder", "--params-file",
                                               str(proc.graph.params_file_path()), "--params-file", str(overrides)]
+
+
+@pytest.mark.parametrize("robot", ROBOTS)
+def test_planner_and_finetuner_share_the_update_folder_and_a_key_the_starter_creates(robot, tmp_path):
+    """Both starters call ``create_key_files`` on the resolved nodes before any starts (issue #16)."""
+    from simdist_ros.graph import create_key_files
+
+    nodes = {n.name: n for n in load_graph(robot).resolve({"output_dir": str(tmp_path)}, share_dir="/x")}
+    planner, finetuner = nodes["planner"].parameters, nodes["finetuner"].parameters
+    assert planner["update_dir"] == finetuner["output_dir"] == str(tmp_path / "checkpoints")
+    assert planner["update_key_file"] == finetuner["update_key_file"]
+    (key_file,) = create_key_files(list(nodes.values()))
+    assert str(key_file) == planner["update_key_file"] and (key_file.stat().st_mode & 0o777) == 0o600
+    tree = ast.parse((ROOT / "src/simdist_ros/simdist_ros/launch_description.py").read_text())
+    assert _launch_calls(tree, "create_key_files"), "ros2 launch creates the key file too"
+
+
+def test_launcher_refuses_an_exposed_key_file_before_starting_any_node(tmp_path, capsys):
+    import os
+
+    from simdist_core.checkpoint_auth import create_key_file
+    from simdist_ros.launcher import main
+
+    key_file = create_key_file(tmp_path / "launch" / "model_update.key")
+    os.chmod(key_file, 0o644)
+    assert main(["go2", "--output-dir", str(tmp_path), "--duration-s", "1"]) == 2
+    assert "chmod 600" in capsys.readouterr().err
+    assert not (tmp_path / "replay").exists(), "no node was started"

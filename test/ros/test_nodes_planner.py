@@ -1,5 +1,6 @@
 """The planner node in its own process: commands/markers/diagnostics at rate, hold on stale input,
 hot swap of a valid checkpoint with zero missed ticks, refusal of corrupt / encoder-changing updates.
+Forged updates of every kind are in test_update_security.py.
 
 The model is a small randomly initialised WorldModel saved with ``save_checkpoint`` (shapes and
 plumbing are under test, not skill). The test publishes latents itself, stamped with its wall clock.
@@ -12,7 +13,16 @@ import numpy as np
 import pytest
 import torch
 from diagnostic_msgs.msg import DiagnosticArray
-from node_harness import NodeProcess, Observer, diag_values, every, tiny_world_model, unique_namespace
+from node_harness import (
+    NodeProcess,
+    Observer,
+    diag_values,
+    every,
+    signed_update,
+    tiny_world_model,
+    unique_namespace,
+    update_source,
+)
 from simdist_core.checkpoint import WEIGHTS_FILE, save_checkpoint
 from std_msgs.msg import Float32MultiArray, Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectory
@@ -24,9 +34,8 @@ HZ = 10.0  # slower than the Go2's 50 Hz so that a shared 2-core CI machine rare
 PLANNER = ["num_samples=16", "num_pi_samples=4", "iterations=1", "num_elites=4"]
 
 
-def _announce(pub, manifest, path, parts=("dynamics",)):
-    pub.publish(String(data=json.dumps({"path": str(path), "version": manifest.version, "sha256":
-                                        manifest.weights_sha256, "parts_changed": list(parts)})))  # fmt: skip
+def _announce(pub, key, path, parts=("dynamics",)):
+    pub.publish(String(data=signed_update(key, path, parts)))
 
 
 def _int(store, key):
@@ -37,9 +46,11 @@ def _int(store, key):
 def test_planner_node_plans_holds_and_hot_swaps(tmp_path):
     model = tiny_world_model("go2")
     save_checkpoint(tmp_path / "v1", model, version=1)
+    updates, key_file, key = update_source(tmp_path)
     ns = unique_namespace("planner")
     params = {"checkpoint": str(tmp_path / "v1"), "control_hz": HZ, "planner_overrides": PLANNER,
-              "rollout_every_n": 2, "diagnostics_period_s": 0.25, "stale_ticks": 3.0}  # fmt: skip
+              "rollout_every_n": 2, "diagnostics_period_s": 0.25, "stale_ticks": 3.0,
+              "update_dir": str(updates), "update_key_file": str(key_file)}  # fmt: skip
     node = NodeProcess("planner_node", params, "planner", ns)
     obs = Observer(ns)
     try:
@@ -84,9 +95,9 @@ def test_planner_node_plans_holds_and_hot_swaps(tmp_path):
         with torch.no_grad():
             for p in model.dynamics.parameters():
                 p.add_(0.01)
-        v2 = save_checkpoint(tmp_path / "v2", model, version=2, parent_version=1, parts_changed=("dynamics",))
+        save_checkpoint(updates / "v0002", model, version=2, parent_version=1, parts_changed=("dynamics",))
         obs.spin_until(lambda: False, 1.0, on_spin=feed)  # planning again before the swap
-        _announce(update_pub, v2, tmp_path / "v2")
+        _announce(update_pub, key, updates / "v0002")
         assert obs.spin_until(lambda: diag_values(diags, "planner").get("model_version") == "2", 60.0, on_spin=feed)
         values = diag_values(diags, "planner")
         assert int(values["swaps"]) == 1 and int(values["swaps_refused"]) == 0
@@ -98,16 +109,16 @@ def test_planner_node_plans_holds_and_hot_swaps(tmp_path):
         assert in_swap <= 3 * background_rate * window, f"ticks missed during the swap: {values}"
 
         # 5. A corrupt checkpoint is refused; version 2 keeps planning.
-        v3 = save_checkpoint(tmp_path / "v3", model, version=3, parent_version=2, parts_changed=("dynamics",))
-        weights = tmp_path / "v3" / WEIGHTS_FILE
+        save_checkpoint(updates / "v0003", model, version=3, parent_version=2, parts_changed=("dynamics",))
+        weights = updates / "v0003" / WEIGHTS_FILE
         blob = bytearray(weights.read_bytes())
         blob[len(blob) // 2] ^= 0xFF
         weights.write_bytes(bytes(blob))
-        _announce(update_pub, v3, tmp_path / "v3")
+        _announce(update_pub, key, updates / "v0003")
         assert obs.spin_until(lambda: _int(diags, "swaps_refused") == 1, 60.0, on_spin=feed), node.log()[-3000:]
         # 6. An update that claims to change the frozen encoder is refused too.
-        v4 = save_checkpoint(tmp_path / "v4", model, version=4, parent_version=2, parts_changed=("encoder", "dynamics"))
-        _announce(update_pub, v4, tmp_path / "v4", parts=("encoder", "dynamics"))
+        save_checkpoint(updates / "v0004", model, version=4, parent_version=2, parts_changed=("encoder", "dynamics"))
+        _announce(update_pub, key, updates / "v0004", parts=("encoder", "dynamics"))
         assert obs.spin_until(lambda: _int(diags, "swaps_refused") == 2, 60.0, on_spin=feed), node.log()[-3000:]
         commands.clear()
         t_end = time.monotonic() + 2.0
@@ -124,6 +135,8 @@ def test_planner_node_plans_holds_and_hot_swaps(tmp_path):
 
 
 class _Log:
+    """Records what the swapper logs (the node passes its rclpy logger)."""
+
     def __init__(self):
         self.lines = []
 
@@ -134,14 +147,6 @@ class _Log:
         self.lines.append(("error", m))
 
 
-class _Planner:
-    def __init__(self):
-        self.swapped = []
-
-    def swap_model(self, model):
-        self.swapped.append(model)
-
-
 def _wait(pred, timeout_s=60.0):
     end = time.monotonic() + timeout_s
     while time.monotonic() < end and not pred():
@@ -149,48 +154,72 @@ def _wait(pred, timeout_s=60.0):
     return pred()
 
 
-def test_model_swapper_refusals_without_a_graph(tmp_path):
-    """The swap worker on its own: malformed announcements, hash/version mismatches and a different model
-    config are refused with a reason; a good one is handed to the tick exactly once."""
-    from simdist_ros.model_swap import ModelSwapper, load_model, parse_announcement
+def test_model_swapper_screens_verifies_and_hands_over_once(tmp_path):
+    """The swap worker on its own (no DDS): malformed, unauthenticated, manifest/hash mismatches and a
+    different encoder are refused with a reason and counted per kind; a good update reaches the tick once.
+    Every forgery over DDS is in test_update_security.py."""
+    from simdist_ros.model_swap import ModelSwapper, build_planner, load_model
+    from simdist_ros.model_update import parse_announcement
 
+    updates, _, key = update_source(tmp_path)
     model = tiny_world_model("go2")
     save_checkpoint(tmp_path / "v1", model, version=1)
     running, manifest = load_model(tmp_path / "v1", "cpu")
+    planner = build_planner(running, manifest, "cpu", tuple(PLANNER), "cpu", 0)
     with torch.no_grad():
         for p in model.dynamics.parameters():
             p.mul_(1.01)
-    v2 = save_checkpoint(tmp_path / "v2", model, version=2, parent_version=1, parts_changed=("dynamics",))
-    other = save_checkpoint(tmp_path / "other", tiny_world_model("go2", seed=1), version=3)  # encoder differs
-    log, planner = _Log(), _Planner()
-    swapper = ModelSwapper(running, manifest, log, "cpu")
+    save_checkpoint(updates / "v0002", model, version=2, parent_version=1, parts_changed=("dynamics",))
+    save_checkpoint(updates / "v0003", tiny_world_model("go2", seed=1), version=3)  # the encoder differs
+    good = json.loads(signed_update(key, updates / "v0002"))
+    mismatched = {**good, "version": 4, "tag": json.loads(signed_update(key, updates / "v0002"))["tag"]}
+    log = _Log()
+    swapper = ModelSwapper(running, manifest, log, "cpu", update_dir=updates, key=key)
     try:
         cases = [
-            ("not json", "not JSON"),
-            (json.dumps({"path": "x"}), "lacks"),
-            (json.dumps({"path": str(tmp_path / "v2"), "version": 2, "sha256": "0" * 64,
-                         "parts_changed": ["dynamics"]}), "differs from the announced"),
-            (json.dumps({"path": str(tmp_path / "v2"), "version": 5, "sha256": v2.weights_sha256,
-                         "parts_changed": ["dynamics"]}), "version"),
-            (json.dumps({"path": str(tmp_path / "other"), "version": 3, "sha256": other.weights_sha256,
-                         "parts_changed": ["dynamics"]}), "encoder weights differ"),
-            (json.dumps({"path": str(tmp_path / "missing"), "version": 9, "sha256": "a", "parts_changed": []}),
-             "rejected"),
-        ]  # fmt: skip
-        for i, (text, reason) in enumerate(cases, start=1):
+            ("not json", "malformed"),
+            (json.dumps({"path": "x"}), "malformed"),
+            (json.dumps({**good, "sha256": "0" * 64}), "unauthenticated"),  # the tag covers the weights hash
+            (json.dumps(mismatched), "unauthenticated"),  # a tag moved onto another version
+            (signed_update(key, updates / "v0003"), "frozen_part"),
+        ]
+        for i, (text, kind) in enumerate(cases, start=1):
             swapper.submit(text, 0)
             assert _wait(lambda i=i: swapper.counts()["swaps_refused"] == i), swapper.counts()
-            assert reason in swapper.counts()["last_refusal"], (reason, swapper.counts()["last_refusal"])
+            assert swapper.counts()["last_refusal"].startswith(kind), (kind, swapper.counts()["last_refusal"])
             assert swapper.take(planner, 0) is None
-        good = {"path": str(tmp_path / "v2"), "version": 2, "sha256": v2.weights_sha256, "parts_changed": ["dynamics"]}
+        assert all(level == "error" and "refused model update" in line for level, line in log.lines)
         swapper.submit(json.dumps(good), 0)
         assert _wait(lambda: swapper._candidate is not None)
         assert swapper.take(planner, 0) == "2" and swapper.take(planner, 0) is None
-        assert len(planner.swapped) == 1 and swapper.version == "2"
-        assert swapper.counts()["swaps"] == 1 and swapper.counts()["missed_ticks_in_swap"] == 0
+        assert planner.model is swapper.model and swapper.version == "2"
+        counts = swapper.counts()
+        assert counts["swaps"] == 1 and counts["missed_ticks_in_swap"] == 0
+        assert {k: counts[f"refused_{k}"] for k in ("malformed", "unauthenticated", "frozen_part")} == {
+            "malformed": 2, "unauthenticated": 2, "frozen_part": 1}
+        swapper.submit(json.dumps(good), 0)  # the finetuner re-announcing after a restart: not a refusal
+        assert _wait(lambda: swapper.counts()["updates_already_running"] == 1)
+        assert swapper.counts()["swaps_refused"] == 5
     finally:
         swapper.close()
     assert parse_announcement(json.dumps(good)).parts_changed == ("dynamics",)
+
+
+def test_planner_without_update_source_refuses_every_update(tmp_path):
+    from simdist_ros.model_swap import ModelSwapper, load_model
+
+    updates, _, key = update_source(tmp_path)
+    model = tiny_world_model("go2")
+    save_checkpoint(updates / "v0001", model, version=1)
+    running, manifest = load_model(updates / "v0001", "cpu")
+    save_checkpoint(updates / "v0002", model, version=2)
+    swapper = ModelSwapper(running, manifest, _Log(), "cpu")  # no update_dir, no key
+    try:
+        assert not swapper.enabled
+        swapper.submit(signed_update(key, updates / "v0002"), 0)
+        assert swapper.counts()["refused_disabled"] == 1 and swapper._pending is None
+    finally:
+        swapper.close()
 
 
 def test_tick_stats_counts_missed_ticks_on_the_node_clock():

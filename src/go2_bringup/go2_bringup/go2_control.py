@@ -8,6 +8,7 @@ one LowCmd. The ROS node only converts messages and calls ``set_action`` / ``est
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -21,7 +22,7 @@ from simdist_core.sim.go2_lowlevel import Go2LowLevel
 from simdist_ros.control_loop import SafeControlLoop
 
 from go2_bringup.constants import LIE_DOWN_POSE_RAD
-from go2_bringup.go2_sdk import Go2SdkBridge, Go2State, remote_pressed
+from go2_bringup.go2_sdk import REMOTE_BUTTONS, Go2SdkBridge, Go2State, remote_pressed
 from go2_bringup.safety import Mode, SafetyController, SentCommand
 
 LOG = logging.getLogger("go2_control")
@@ -50,6 +51,19 @@ class ControlConfig:
         for name in ("state_timeout_s", "stand_duration_s"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+        check_estop_buttons(self.estop_buttons)
+
+
+def check_estop_buttons(names: tuple[str, ...]) -> None:
+    """Refuse unknown remote button names at start: checked on every tick, a typo raised on every tick.
+
+    Raises:
+        ValueError: names the unknown buttons and lists the valid ones.
+    """
+    unknown = [name for name in names if name not in REMOTE_BUTTONS]
+    if unknown:
+        raise ValueError(f"estop_buttons has unknown remote button(s) {unknown}; valid: {sorted(REMOTE_BUTTONS)} "
+                         "(an empty list disables the remote e-stop)")
 
 
 class Go2Controller:
@@ -73,6 +87,14 @@ class Go2Controller:
         """Ticks on which each safety clamp changed at least one joint."""
         self.transitions: deque[tuple[Mode, Mode]] = deque(maxlen=100)
         """Recent mode changes (from, to), oldest first, for diagnostics and tests."""
+        self._damp_q = np.zeros(len(DEFAULT_POSE_RAD))  # with kp = 0 the position target does not act
+        self._damp_kd = float(safety.config.damping_kd)
+        self._damp_command = SentCommand(Mode.ESTOP, self._damp_q, 0.0, self._damp_kd)
+        self._nonfinite_seen = 0
+        self.fail_safe_commands = 0
+        """Damping commands written by ``fail_safe`` (a tick raised)."""
+        self.fail_safe_write_errors = 0
+        """``fail_safe`` writes that failed (the robot link itself is broken)."""
 
     # ---- inputs from ROS (any thread) ---------------------------------------------------------------------
     def set_action(self, action: np.ndarray) -> bool:
@@ -155,7 +177,30 @@ class Go2Controller:
         self.ticks += 1
         return sent
 
+    def fail_safe(self, reason: str) -> None:
+        """Latch the e-stop and write one damping command (kp = 0) straight to the bridge. Never raises.
+
+        The control loop calls this when ``tick`` raised, so it touches nothing ``tick`` uses but the latch
+        and the bridge: no lock (a stuck holder must not stop it), no clock, no state, no safety limits.
+        The next tick, if it runs, is in ESTOP and damps too.
+        """
+        with contextlib.suppress(Exception):  # two attribute writes: safe without the lock
+            self.safety.estop(reason)
+        try:
+            ok = bool(self.bridge.write(self._damp_q, 0.0, self._damp_kd))
+        except Exception:  # noqa: BLE001 - this is the last line: count, never raise
+            ok = False
+        if ok:
+            self.fail_safe_commands += 1
+        else:
+            self.fail_safe_write_errors += 1
+        self.last_sent = self._damp_command
+
     def _check_inputs(self, state: Go2State, now_s: float) -> None:
+        nonfinite = self.bridge.stats.get("nonfinite_states", 0)
+        if nonfinite > self._nonfinite_seen:  # even if a good state replaced it before this tick
+            self.safety.estop(f"the robot sent {nonfinite - self._nonfinite_seen} LowState(s) with non-finite values")
+            self._nonfinite_seen = nonfinite
         if self.config.estop_buttons and remote_pressed(state.remote_buttons, self.config.estop_buttons):
             self.safety.estop(f"remote buttons {'+'.join(self.config.estop_buttons)} pressed")
         age = now_s - state.receive_time_s
@@ -170,7 +215,7 @@ class Go2Controller:
 
 
 class ControlLoop(SafeControlLoop):
-    """Calls ``Go2Controller.tick`` at ``control_hz`` in a thread; a tick error latches the e-stop (shared loop)."""
+    """Calls ``Go2Controller.tick`` at ``control_hz`` in a thread; a tick error sends damping (``fail_safe``)."""
 
     def __init__(self, controller: Go2Controller) -> None:
         super().__init__(controller, name="go2_control")

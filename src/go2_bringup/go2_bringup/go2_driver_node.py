@@ -1,7 +1,9 @@
 """Go2 hardware driver node: the same topics as the simulated robot, over unitree_sdk2py low-level control.
 
 Graph role (topics relative, see ``simdist_ros.topics``):
-    in   ``joint_command`` (Float64MultiArray, normalised action (12,) in MuJoCo order, qos.command),
+    in   ``joint_command`` (Float64MultiArray, normalised action (12,) in MuJoCo order, qos.DRIVER_COMMAND:
+         reliable, newest only, no deadline, so any reliable publisher (the ROS default) is heard; the
+         watchdog on command age, not a DDS deadline, is what protects the robot),
          ``estop`` (Bool: True latches damping)
     out  ``joint_states``, ``imu``, ``foot_contacts``, ``odom`` (qos.SENSOR; leg-kinematic odometry, twist in the
          base frame, see ``state_estimator``), ``executed_command`` (the action the
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 from diagnostic_msgs.msg import DiagnosticArray
 from nav_msgs.msg import Odometry
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
 from sensor_msgs.msg import Imu, JointState
 from simdist_core.robots import GO2
@@ -32,7 +35,7 @@ from std_msgs.msg import Bool, Float64MultiArray
 from std_srvs.srv import Trigger
 
 from go2_bringup.constants import joint_limits_rad
-from go2_bringup.go2_control import ControlConfig, ControlLoop, Go2Controller
+from go2_bringup.go2_control import ControlConfig, ControlLoop, Go2Controller, check_estop_buttons
 from go2_bringup.go2_sdk import BridgeConfig, Go2SdkBridge
 from go2_bringup.safety import SafetyConfig, SafetyController
 from go2_bringup.state_estimator import EstimatorConfig, LegOdometry
@@ -67,6 +70,7 @@ class Go2DriverParams:
         if self.damp_timeout_s <= self.hold_timeout_s:
             raise ValueError(f"damp_timeout_s must be > hold_timeout_s, got {self.damp_timeout_s=}, "
                              f"{self.hold_timeout_s=}")
+        check_estop_buttons(self.estop_buttons)
 
 
 _LL = LowLevelConfig()
@@ -99,6 +103,7 @@ class Go2DriverNode(Node):
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__("go2_driver", **kwargs)
+        # Every setting is checked (dataclass __post_init__) before the node joins the robot's DDS domain.
         self.params = p = declare_table(self, ROWS, Go2DriverParams)
         lo, hi = joint_limits_rad()
         safety = SafetyController(SafetyConfig(
@@ -106,6 +111,9 @@ class Go2DriverNode(Node):
             max_tracking_error_rad=p.max_tracking_error_rad, max_velocity_rad_s=p.max_velocity_rad_s,
             hold_timeout_s=p.hold_timeout_s, damp_timeout_s=p.damp_timeout_s, kp=p.kp, kd=p.kd,
             damping_kd=p.damping_kd))
+        control = ControlConfig(control_hz=p.control_hz, interpolation_s=p.interpolation_s,
+                                state_timeout_s=p.state_timeout_s, stand_duration_s=p.stand_duration_s,
+                                estop_buttons=p.estop_buttons)
         self.bridge = Go2SdkBridge(BridgeConfig(domain_id=p.domain_id, interface=p.network_interface or None))
         self.bridge.start()
         self.get_logger().info(f"waiting up to {p.connect_timeout_s} s for LowState (domain {p.domain_id}, "
@@ -116,20 +124,18 @@ class Go2DriverNode(Node):
             self.bridge.close()
             raise
         lowlevel = Go2LowLevel(LowLevelConfig(kp_nm_per_rad=p.kp, kd_nms_per_rad=p.kd))
-        self.controller = Go2Controller(
-            ControlConfig(control_hz=p.control_hz, interpolation_s=p.interpolation_s,
-                          state_timeout_s=p.state_timeout_s, stand_duration_s=p.stand_duration_s,
-                          estop_buttons=p.estop_buttons),
-            self.bridge, safety, lowlevel)
+        self.controller = Go2Controller(control, self.bridge, safety, lowlevel)
         self.loop = ControlLoop(self.controller)
         self.odometry = LegOdometry(EstimatorConfig(contact_threshold=p.contact_threshold))
         self._odom_last_s: float | None = None
         self.bad_commands = 0
+        self.incompatible_publishers = 0
 
         inputs = MutuallyExclusiveCallbackGroup()
         outputs = MutuallyExclusiveCallbackGroup()
-        self.create_subscription(Float64MultiArray, topics.COMMAND, self._on_command, qos.command(GO2.control_hz),
-                                 callback_group=inputs)
+        self.create_subscription(Float64MultiArray, topics.COMMAND, self._on_command, qos.DRIVER_COMMAND,
+                                 callback_group=inputs,
+                                 event_callbacks=SubscriptionEventCallbacks(incompatible_qos=self._on_incompatible))
         self.create_subscription(Bool, topics.ESTOP, self._on_estop, 10, callback_group=inputs)
         for name, handler in (("estop", self._srv_estop), ("reset_estop", self._srv_reset),
                               ("stand_up", self._srv_stand_up), ("lie_down", self._srv_lie_down)):
@@ -159,6 +165,11 @@ class Go2DriverNode(Node):
             self.get_logger().error(f"bad joint_command dropped ({self.bad_commands} so far): {exc}",
                                     throttle_duration_sec=1.0)
 
+    def _on_incompatible(self, event: object) -> None:
+        self.incompatible_publishers += 1
+        self.get_logger().error(f"a joint_command publisher offers QoS this driver cannot take ({event}); its "
+                                "commands never arrive: publish reliable (the ROS default)")
+
     def _on_estop(self, msg: Bool) -> None:
         if msg.data:
             self.controller.estop("estop topic")
@@ -186,7 +197,7 @@ class Go2DriverNode(Node):
     # ---- outputs ------------------------------------------------------------------------------------------
     def _publish(self) -> None:
         state = self.bridge.latest()
-        if state is None:
+        if state is None or not state.is_finite():  # never publish (or integrate odometry from) a NaN reading
             return
         t_ns = self.get_clock().now().nanoseconds
         self._joint_pub.publish(msgs.make_joint_state(gc.JOINT_NAMES, state.q_rad, state.dq_rad_s,
@@ -209,8 +220,11 @@ class Go2DriverNode(Node):
         reason = c.safety.estop_reason
         level = "error" if reason else ("warn" if mode in ("hold", "damp") else "ok")
         values = {"mode": mode, "estop_reason": reason or "", "ticks": c.ticks, "loop_errors": self.loop.errors,
+                  "loop_fail_safe_errors": self.loop.fail_safe_errors,
                   "loop_overruns": self.loop.overruns, "ignored_commands": c.safety.ignored_commands,
-                  "bad_commands": self.bad_commands, **{f"sdk_{k}": v for k, v in self.bridge.stats.items()},
+                  "bad_commands": self.bad_commands, "incompatible_command_publishers": self.incompatible_publishers,
+                  "fail_safe_commands": c.fail_safe_commands, "fail_safe_write_errors": c.fail_safe_write_errors,
+                  **{f"sdk_{k}": v for k, v in self.bridge.stats.items()},
                   **{f"clamped_{k}": v for k, v in c.clamp_counts.items()}}
         status = msgs.make_status("go2_driver", level, reason or mode, values, hardware_id="go2")
         self._diag_pub.publish(msgs.make_diagnostics([status], self.get_clock().now().nanoseconds))

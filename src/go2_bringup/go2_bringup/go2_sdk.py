@@ -87,6 +87,11 @@ class Go2State:
     remote_buttons: int
     """16-bit button word of the wireless remote (``REMOTE_BUTTONS`` bit indices)."""
 
+    def is_finite(self) -> bool:
+        """Whether every joint and IMU value is finite (a NaN from a broken encoder or IMU makes it unusable)."""
+        return all(bool(np.all(np.isfinite(a))) for a in (self.q_rad, self.dq_rad_s, self.quat_wxyz,
+                                                          self.gyro_rad_s, self.accel_m_s2))
+
 
 @dataclass(frozen=True, kw_only=True)
 class BridgeConfig:
@@ -128,8 +133,11 @@ class Go2SdkBridge:
         self._latest: Go2State | None = None
         self._arrived = threading.Event()
         self._last_error_log_s = -1e9
-        self.stats = {"states": 0, "handler_errors": 0, "crc_errors": 0, "commands": 0, "write_failures": 0}
-        """Counters: states accepted, handler exceptions caught, CRC mismatches, commands written/failed."""
+        self.stats = {"states": 0, "handler_errors": 0, "crc_errors": 0, "nonfinite_states": 0, "commands": 0,
+                      "write_failures": 0}
+        """Counters: states accepted, handler exceptions caught, CRC mismatches, states with NaN/inf joint or
+        IMU values (counted on arrival, so a burst between two control ticks is not missed), commands
+        written/failed."""
         self._publisher = None
         self._subscriber = None
         self._closed = False
@@ -178,9 +186,11 @@ class Go2SdkBridge:
             state = self._parse(msg)
             if state is None:
                 return
+            finite = state.is_finite()
             with self._lock:
                 self._latest = state
                 self.stats["states"] += 1
+                self.stats["nonfinite_states"] += not finite
             self._arrived.set()
             if self._on_state is not None:
                 self._on_state(state)

@@ -247,7 +247,12 @@ class SafetyController:
         """
         q_meas = np.asarray(measured_q_rad, dtype=np.float64)
         dq_meas = np.asarray(measured_dq_rad_s, dtype=np.float64)
-        if not (np.all(np.isfinite(q_meas)) and np.all(np.isfinite(dq_meas))):
+        shape = (self.config.num_joints,)
+        if q_meas.shape != shape or dq_meas.shape != shape:
+            self.estop(f"joint state has shapes {q_meas.shape} and {dq_meas.shape}, expected {shape}")
+            q_meas = np.zeros(shape)  # a damping command needs no measurement (kp = 0)
+            dq_meas = np.zeros(shape)
+        elif not (np.all(np.isfinite(q_meas)) and np.all(np.isfinite(dq_meas))):
             self.estop("non-finite joint state from the robot")
         elif self._estop_reason is None and np.max(np.abs(dq_meas)) > self.config.max_velocity_rad_s:
             joint = int(np.argmax(np.abs(dq_meas)))

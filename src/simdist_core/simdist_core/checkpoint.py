@@ -4,6 +4,8 @@ Saving is atomic (temp dir beside the target, fsync files and dir, rename) and n
 Loading verifies everything before a model is built: manifest schema and format version, the
 weights file's sha256, every tensor's name/shape/dtype against the config, finiteness, and a
 sha256 per part (so a planner can check that a dynamics-only update left the encoder untouched).
+A caller facing untrusted input reads the manifest first (``read_manifest``: size-limited, builds
+nothing), checks it, then loads with that manifest and a weights size limit (``weights_size_limit``).
 Nothing is unpickled: weights are safetensors, metadata is JSON.
 
 CLI: ``simdist checkpoint verify PATH`` / ``simdist checkpoint show PATH``.
@@ -161,16 +163,24 @@ def save_checkpoint(
     return manifest
 
 
-def _read_manifest(path: Path) -> Manifest:
+def read_manifest(path: str | Path) -> Manifest:
+    """Read and schema-check ``path/manifest.json`` (at most 1 MiB); no weights are read, nothing is built.
+
+    Raises:
+        CheckpointRejected: missing, too large, not JSON, wrong format version or schema.
+    """
+    path = Path(path)
     file = path / MANIFEST_FILE
     if not path.is_dir():
         raise CheckpointRejected(f"{path} is not a checkpoint directory")
     if not file.is_file():
         raise CheckpointRejected(f"{file} is missing")
-    if file.stat().st_size > _MAX_MANIFEST_BYTES:
-        raise CheckpointRejected(f"{file} is {file.stat().st_size} bytes, more than {_MAX_MANIFEST_BYTES}")
+    with open(file, "rb") as f:
+        raw = f.read(_MAX_MANIFEST_BYTES + 1)  # never more than the limit, whatever the file's size
+    if len(raw) > _MAX_MANIFEST_BYTES:
+        raise CheckpointRejected(f"{file} is larger than {_MAX_MANIFEST_BYTES} bytes")
     try:
-        data = json.loads(file.read_text())
+        data = json.loads(raw.decode())
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise CheckpointRejected(f"{file} is not valid JSON ({e})") from None
     if not isinstance(data, dict):
@@ -188,7 +198,7 @@ def _read_manifest(path: Path) -> Manifest:
         "model_config": isinstance(manifest.model_config, dict),
         "parts": isinstance(manifest.parts, dict) and set(manifest.parts) == set(PART_NAMES),
         "weights_sha256": isinstance(manifest.weights_sha256, str),
-        "version": isinstance(manifest.version, int),
+        "version": isinstance(manifest.version, int) and not isinstance(manifest.version, bool),
         "parent_version": manifest.parent_version is None or isinstance(manifest.parent_version, int),
         "parts_changed": set(manifest.parts_changed) <= set(PART_NAMES),
     }
@@ -196,6 +206,29 @@ def _read_manifest(path: Path) -> Manifest:
     if bad:
         raise CheckpointRejected(f"{file}: invalid field(s) {bad}")
     return manifest
+
+
+def _read_weights(file: Path, max_bytes: int | None) -> bytes:
+    """The weights file's bytes; with a limit, its size is checked before reading and never more is read."""
+    with open(file, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if max_bytes is None:
+            return f.read()
+        if size > max_bytes:
+            raise CheckpointRejected(f"{file} is {size} bytes, more than the {max_bytes} this model config needs")
+        blob = f.read(max_bytes + 1)  # the file may grow after the stat: read at most one byte past the limit
+    if len(blob) > max_bytes:
+        raise CheckpointRejected(f"{file} grew past {max_bytes} bytes while it was read")
+    return blob
+
+
+def weights_size_limit(model: WorldModel, header_bytes: int = 1 << 20) -> int:
+    """Largest weights file a checkpoint of ``model``'s config can need: its tensor bytes plus a header allowance.
+
+    A checkpoint of the same config has the same tensors, so anything much larger is not a model of it.
+    """
+    tensors = sum(t.numel() * t.element_size() for t in model.state_dict().values())
+    return int(tensors + header_bytes)
 
 
 def _check_tensors(state: dict[str, torch.Tensor], expected: dict[str, torch.Tensor]) -> None:
@@ -214,14 +247,28 @@ def _check_tensors(state: dict[str, torch.Tensor], expected: dict[str, torch.Ten
             raise CheckpointRejected(f"tensor {key!r} contains NaN or inf")
 
 
-def load_checkpoint(path: str | Path, device: torch.device | str = "cpu") -> tuple[WorldModel, Manifest]:
+def load_checkpoint(
+    path: str | Path,
+    device: torch.device | str = "cpu",
+    *,
+    manifest: Manifest | None = None,
+    max_weights_bytes: int | None = None,
+) -> tuple[WorldModel, Manifest]:
     """Verify and load a checkpoint directory; the model is returned in eval mode on ``device``.
 
+    Args:
+        path: the checkpoint directory.
+        device: where the model goes.
+        manifest: the manifest already read (and checked by the caller) with :func:`read_manifest`; the
+            weights are verified against this one, so what the caller checked is what gets loaded.
+        max_weights_bytes: refuse a weights file larger than this before reading it (see
+            :func:`weights_size_limit`); None = no limit (trusted local files only).
+
     Raises:
-        CheckpointRejected: missing, corrupt, truncated, mismatched or incompatible checkpoint.
+        CheckpointRejected: missing, oversized, corrupt, truncated, mismatched or incompatible checkpoint.
     """
     path = Path(path)
-    manifest = _read_manifest(path)
+    manifest = read_manifest(path) if manifest is None else manifest
     try:
         spec = get_robot(manifest.robot)
         cfg = from_dict(WorldModelConfig, manifest.model_config)
@@ -232,7 +279,7 @@ def load_checkpoint(path: str | Path, device: torch.device | str = "cpu") -> tup
     weights = path / WEIGHTS_FILE
     if not weights.is_file():
         raise CheckpointRejected(f"{weights} is missing")
-    blob = weights.read_bytes()
+    blob = _read_weights(weights, max_weights_bytes)
     digest = hashlib.sha256(blob).hexdigest()
     if digest != manifest.weights_sha256:
         raise CheckpointRejected(f"{weights} sha256 {digest[:12]}… != manifest {manifest.weights_sha256[:12]}…")

@@ -1,18 +1,22 @@
 """Finetuner node: replay chunks -> dynamics-only finetune in a separate process -> gated, atomic checkpoint.
 
-Listens to ``replay/chunk_ready`` (and scans ``replay_dir`` at start). Once ``min_new_steps`` steps
-arrived since the last round, it runs ONE round in a worker process (``multiprocessing`` spawn, so
-torch lives outside this process; the worker caps torch to ``torch_threads`` threads, runs under
-``cpu_policy`` (Linux SCHED_IDLE by default) at ``nice``, and trains at most ``cpu_duty`` of the wall time,
-so the control loop keeps its CPU time; ``simdist bench graph`` measures what each setting leaves it):
+Listens to ``replay/chunk_ready`` as a doorbell only: the counts in it are never believed (anyone on the
+domain can publish one), the node counts the sealed chunks in ``replay_dir`` instead (at start and at the
+next check after a chunk_ready; an announced count the disk does not hold is logged and counted in
+``chunk_counts_refused``). Once ``min_new_steps`` steps arrived since the last round, it runs ONE round
+in a worker process (``multiprocessing`` spawn, so torch lives outside this process; the worker caps
+torch to ``torch_threads`` threads, runs under ``cpu_policy`` (Linux SCHED_IDLE by default) at ``nice``,
+and trains at most ``cpu_duty`` of the wall time, so the control loop keeps its CPU time;
+``simdist bench graph`` measures what each setting leaves it):
 ``simdist_core.training.adapt.finetune_dynamics`` on the replay dataset (checksums verified on open),
 validated on the newest ``holdout_fraction`` of the steps (held out, the data the robot faces next).
 If the gate passes, the worker writes ``<output_dir>/v<version>`` with
 ``simdist_core.checkpoint.save_checkpoint`` (atomic: temp dir, fsync, rename; never overwritten;
 version = parent + 1), checks that only the dynamics changed (part hashes), and the node announces
 on ``model/update`` (``qos.ANNOUNCE``, transient-local) the JSON
-``{path, version, parent_version, parts_changed: ["dynamics"], sha256, val_loss, old_val_loss, ...}``
-where ``sha256`` is the manifest's ``weights_sha256``. A failed gate is logged and not announced.
+``{path, version, parent_version, parts_changed: ["dynamics"], sha256, parts, tag, val_loss, ...}``
+(:mod:`simdist_ros.model_update`): ``sha256`` and ``parts`` are the manifest's hashes and ``tag`` their
+HMAC with the key in ``update_key_file``, which the planner shares. A failed gate is logged and not announced.
 
 Restart: the newest valid checkpoint in ``output_dir`` becomes the parent (announced once, so a
 planner that started from the shipped checkpoint catches up); the newest step count trained on is
@@ -44,9 +48,11 @@ from typing import Any
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
+from simdist_core.checkpoint_auth import read_key, version_dir_name
 from std_msgs.msg import String
 
 from simdist_ros import msgs, qos, topics
+from simdist_ros.model_update import make_announcement
 from simdist_ros.params import P, declare_table
 from simdist_ros.runtime import executor_counts, resolve_checkpoint, run_node
 
@@ -73,8 +79,12 @@ class FinetunerParams:
     cpu_policy: str
     cpu_duty: float
     check_period_s: float
+    update_key_file: str
 
     def __post_init__(self) -> None:
+        if not self.update_key_file:
+            raise ValueError("update_key_file must name the key file shared with the planner (owner-only; "
+                             "simdist launch creates <output_dir>/launch/model_update.key), got ''")
         if self.cpu_policy not in CPU_POLICIES:
             raise ValueError(f"cpu_policy must be one of {CPU_POLICIES}, got {self.cpu_policy=!r}")
         if not self.replay_dir or not self.output_dir:
@@ -101,6 +111,8 @@ PARAMS = (
     P("cpu_duty", 1.0, "Most share of wall time the worker trains; it sleeps the rest (1 = no cap; the update "
       "rate scales with it)", lo=0.05, hi=1.0, read_only=True),
     P("check_period_s", 1.0, "How often to check for data and finished rounds (s)", lo=0.05, hi=60.0, read_only=True),
+    P("update_key_file", "", "Owner-only key file shared with the planner: announcements are tagged with it",
+      read_only=True),
 )
 """The node's parameter table."""
 
@@ -171,7 +183,7 @@ def run_round(job: dict[str, Any]) -> dict[str, Any]:
     if not report.gate.passed:
         return result
     version = max(int(manifest.version), _max_version(Path(job["output_dir"]))) + 1
-    path = Path(job["output_dir"]) / f"v{version:04d}"
+    path = Path(job["output_dir"]) / version_dir_name(version)
     planner = from_dict(PlannerConfig, manifest.planner_config) if manifest.planner_config else None
     saved = save_checkpoint(path, new, version=version, parent_version=int(manifest.version),
                             parts_changed=("dynamics",), planner_config=planner,
@@ -199,6 +211,7 @@ class FinetunerNode(Node):
     def __init__(self, node_name: str = "finetuner") -> None:
         super().__init__(node_name)
         self.params = p = declare_table(self, PARAMS, FinetunerParams)
+        self._key = read_key(Path(p.update_key_file).expanduser())  # fails the start on an unsafe key file
         self.replay_dir = Path(p.replay_dir).expanduser().resolve()
         self.output_dir = Path(p.output_dir).expanduser().resolve()
         self.output_dir.mkdir(parents=True, exist_ok=True)
@@ -206,7 +219,10 @@ class FinetunerNode(Node):
         self.trained_upto = 0
         self.known_steps = 0
         self.rounds = 0
-        self.counts = {"accepted": 0, "gate_failed": 0, "errors": 0}
+        self.counts = {"accepted": 0, "gate_failed": 0, "errors": 0, "chunk_ready_malformed": 0,
+                       "chunk_counts_refused": 0}
+        self._rescan = False  # a chunk_ready arrived: count the sealed steps on disk at the next check
+        self._announced_total = 0
         self.last_result: dict[str, Any] = {}
         self._future: Future | None = None
         self._pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
@@ -232,9 +248,8 @@ class FinetunerNode(Node):
             if descends_from(manifest, verify_checkpoint(self.parent)):
                 self.parent = path
                 self.trained_upto = int(manifest.extra.get("data_steps", 0))
-                self._announce({"path": str(path), "version": version, "parent_version": manifest.parent_version,
-                                "sha256": manifest.weights_sha256, "parts_changed": list(manifest.parts_changed),
-                                "gate": (manifest.extra.get("finetune") or {}).get("gate", {}), "resumed": True})
+                self._announce(path, list(manifest.parts_changed), resumed=True,
+                               gate=(manifest.extra.get("finetune") or {}).get("gate", {}))
             else:
                 self.get_logger().warning(
                     f"{path} is not a dynamics-only descendant of {self.parent} (another model or config left it "
@@ -250,17 +265,40 @@ class FinetunerNode(Node):
         return sum(read_meta(c)["n_steps"] for shard in list_shards(self.replay_dir) for _, c in list_chunks(shard))
 
     def _on_chunk(self, msg: String) -> None:
+        """A doorbell: anyone on the domain can publish a count, so only the sealed chunks on disk are counted.
+
+        The disk is scanned at the next check, at most once per ``check_period_s`` however many arrive.
+        """
         try:
-            data = json.loads(msg.data)
-            total = int(data["total_steps"])
+            data = json.loads(msg.data[:65536])
+            total = data["total_steps"]
+            if isinstance(total, bool) or not isinstance(total, int):
+                raise TypeError(f"total_steps must be an integer, got {total!r}")
         except (ValueError, KeyError, TypeError) as exc:
-            self.get_logger().warning(f"ignoring malformed chunk_ready {msg.data[:200]!r}: {exc}")
+            self.counts["chunk_ready_malformed"] += 1
+            self.get_logger().warning(f"ignoring malformed chunk_ready {msg.data[:200]!r}: {exc}",
+                                      throttle_duration_sec=5.0)
             return
-        # One shard per replay node: the announced total is that shard's; the disk scan covers all shards.
-        self.known_steps = max(self.known_steps, total, self._steps_on_disk())
+        self._announced_total = max(self._announced_total, total)
+        self._rescan = True
+
+    def _count_sealed_steps(self) -> None:
+        """``known_steps`` from the disk; an announced total the disk does not hold is logged and counted."""
+        self._rescan = False
+        on_disk = self._steps_on_disk()
+        # One shard per replay node: an honest total is its shard's, so never more than all shards hold.
+        if self._announced_total > on_disk:
+            self.counts["chunk_counts_refused"] += 1
+            self.get_logger().warning(f"chunk_ready announced {self._announced_total} sealed steps, but {on_disk} "
+                                      f"are on disk in {self.replay_dir}; counting only those on disk",
+                                      throttle_duration_sec=5.0)
+        self._announced_total = 0
+        self.known_steps = on_disk
 
     def _check(self) -> None:
         p = self.params
+        if self._rescan:
+            self._count_sealed_steps()
         if self._future is not None and self._future.done():
             self._finish(self._future)
             self._future = None
@@ -303,13 +341,21 @@ class FinetunerNode(Node):
             return
         self.counts["accepted"] += 1
         self.parent = Path(result["path"])
-        self._announce({k: result[k] for k in ("path", "version", "parent_version", "sha256", "parts_changed")}
-                       | {"val_loss": gate["new_loss"], "old_val_loss": gate["old_loss"], "gate": gate,
-                          "data_steps": result["data_steps"], "wall_s": result["wall_s"]})
+        self._announce(self.parent, result["parts_changed"], val_loss=gate["new_loss"], old_val_loss=gate["old_loss"],
+                       gate=gate, data_steps=result["data_steps"], wall_s=result["wall_s"])
 
-    def _announce(self, payload: dict[str, Any]) -> None:
-        self._update_pub.publish(String(data=json.dumps(payload)))
-        self.get_logger().info(f"announced model v{payload['version']} at {payload['path']}")
+    def _announce(self, path: Path, parts_changed: list[str], **extra: Any) -> None:  # noqa: ANN401
+        """Publish the tagged announcement of the checkpoint at ``path``, from its manifest as it is on disk."""
+        from simdist_core.checkpoint import CheckpointRejected, read_manifest
+
+        try:
+            manifest = read_manifest(path)
+        except CheckpointRejected as exc:  # gone or damaged since it was written: nothing to announce
+            self.counts["errors"] += 1
+            self.get_logger().error(f"not announcing {path}: {exc.reason}")
+            return
+        self._update_pub.publish(String(data=make_announcement(manifest, self._key, path, parts_changed, **extra)))
+        self.get_logger().info(f"announced model v{manifest.version} at {path}")
 
     def _publish_diagnostics(self) -> None:
         values = {"rounds": self.rounds, "running": self._future is not None, "known_steps": self.known_steps,

@@ -28,6 +28,11 @@ Schema of a graph YAML (unknown keys are errors)::
 
 ``$(name)`` in a string is replaced by the argument's value; a string that is exactly ``$(name)``
 with value ``true``/``false`` becomes a bool. ``$(share)`` is the bringup package's share folder.
+
+Key files: a node parameter named in :data:`KEY_FILE_PARAMETERS` (``update_key_file``) names a secret
+that nodes share (the planner and the finetuner authenticate model updates with it). Both starters call
+:func:`create_key_files` on the resolved nodes before starting any: each such file is created with a
+random key, owner-only (mode 0600), or reused if it is already there and safe.
 """
 
 from __future__ import annotations
@@ -48,6 +53,8 @@ _TRUE = ("true", "1", "yes", "on")
 _FALSE = ("false", "0", "no", "off")
 _NODE_KEYS = {"name", "package", "executable", "if", "unless", "parameters", "remappings", "arguments",
               "external", "on_exit"}
+KEY_FILE_PARAMETERS = ("update_key_file",)
+"""Node parameters that name a shared secret file the starter creates (see the module docstring)."""
 _GRAPH_KEYS = {"robot", "description", "bringup_package", "params_file", "arguments", "global_parameters", "nodes"}
 
 
@@ -235,6 +242,19 @@ def _substitute(value: Any, values: Mapping[str, str]) -> Any:  # noqa: ANN401  
     if isinstance(value, list):
         return [_substitute(v, values) for v in value]
     return value
+
+
+def create_key_files(nodes: list[ResolvedNode]) -> list[Path]:
+    """Create (or check and reuse) every key file the nodes' parameters name; returns their paths.
+
+    Raises:
+        KeyFileError: an existing key file is unsafe (group/world access, a symlink, another owner).
+    """
+    from simdist_core.checkpoint_auth import create_key_file
+
+    paths = sorted({Path(str(n.parameters[name])).expanduser() for n in nodes for name in KEY_FILE_PARAMETERS
+                    if n.parameters.get(name)})
+    return [create_key_file(path) for path in paths]
 
 
 def bringup_share_dir(package: str) -> Path:

@@ -2,7 +2,9 @@
 
 Each bringup's ``simdist.launch.py`` is a two-line call into here, so both robots' launch files, and
 ``simdist launch`` (``launcher.py``) for pip installs without ``launch``, start the same node graph
-from the same description. ``launch``/``launch_ros`` are imported inside the functions: they exist
+from the same description, and both create the graph's key files (``graph.create_key_files``: the
+owner-only key the planner and finetuner share) before any node starts. ``launch``/``launch_ros`` are
+imported inside the functions: they exist
 only on full ROS installs, and this module must stay importable (and testable) without them.
 """
 
@@ -10,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from simdist_ros.graph import load_graph
+from simdist_ros.graph import create_key_files, load_graph
 
 
 def graph_launch_description(robot: str) -> Any:  # noqa: ANN401 (launch.LaunchDescription, not importable here)
@@ -36,6 +38,8 @@ def _graph_nodes(context: Any, robot: str) -> list[Any]:  # noqa: ANN401
     graph = load_graph(robot)
     values = {a.name: LaunchConfiguration(a.name).perform(context) for a in graph.arguments}
     params_file = str(graph.params_file_path())
+    resolved = graph.resolve(values)
+    create_key_files(resolved)  # the planner/finetuner key (owner-only) exists before any node starts
     return [
         Node(
             package=node.package,
@@ -46,5 +50,5 @@ def _graph_nodes(context: Any, robot: str) -> list[Any]:  # noqa: ANN401
             parameters=[params_file, node.parameters] if not node.external else [],
             remappings=list(node.remappings),
         )
-        for node in graph.resolve(values)
+        for node in resolved
     ]

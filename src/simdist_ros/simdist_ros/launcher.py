@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import IO, Any
 
 import yaml
+from simdist_core.checkpoint_auth import KeyFileError
 
-from simdist_ros.graph import Graph, GraphError, ResolvedNode, load_graph
+from simdist_ros.graph import Graph, GraphError, ResolvedNode, create_key_files, load_graph
 
 _BOOT = "import sys; from {module} import {func} as _m; sys.exit(_m())"
 
@@ -125,6 +126,7 @@ class GraphProcess:
         run_dir = Path(self.arguments.get("output_dir", Path.cwd() / "runs")) / "launch"
         overrides = write_overrides(self.nodes, run_dir / f"{self.graph.robot}_overrides.yaml")
         params_file = self.graph.params_file_path()
+        create_key_files(self.nodes)  # before any node starts: planner and finetuner read it at start
         for node in self.nodes:
             self.start_node(node.name, params_file, overrides)
 
@@ -282,4 +284,8 @@ def main(argv: list[str] | None = None) -> int:
         for node in proc.nodes:
             print(" ".join(node_command(node, graph.params_file_path(), overrides)))
         return 0
-    return proc.run(ns.duration_s)
+    try:
+        return proc.run(ns.duration_s)
+    except KeyFileError as exc:  # an unsafe key file left from an earlier run: say how to fix it, start nothing
+        print(f"simdist launch: {exc}", file=sys.stderr)
+        return 2

@@ -1,7 +1,8 @@
 """Planner node: MPPI on each new latent as it arrives, with live model hot swap.
 
 Graph role (topics relative, see ``simdist_ros.topics``):
-    in   ``latent`` (Float32MultiArray, qos.LATENT), ``model/update`` (String JSON, qos.ANNOUNCE)
+    in   ``latent`` (Float32MultiArray, qos.LATENT), ``model/update`` (String JSON, qos.ANNOUNCE; a doorbell:
+         updates load only from ``update_dir`` and need the finetuner's tag, see ``model_swap``)
     out  ``joint_command`` (Float64MultiArray, qos.COMMAND, stamped with the observation it answers),
          ``plan`` (JointTrajectory), ``predicted_rollout`` (MarkerArray), ``/diagnostics`` (DiagnosticArray)
 
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -75,6 +77,10 @@ class PlannerParams:
     """Frame of the rollout markers (Go2: yaw-aligned base frame; UR5e: robot base)."""
     torch_threads: int
     """torch intra-op threads (1 keeps the timer's jitter low on a shared CPU)."""
+    update_dir: str
+    """The only folder model updates are loaded from (the finetuner's ``output_dir``); empty = no updates."""
+    update_key_file: str
+    """Key file shared with the finetuner (owner-only, made by the launcher); empty = no updates."""
 
     def __post_init__(self) -> None:
         if self.stale_ticks < 1.0:
@@ -99,6 +105,10 @@ ROWS = (
     P("diagnostics_period_s", 1.0, "Diagnostics period in seconds", lo=0.05, hi=60.0, read_only=True),
     P("frame_id", "", "Frame of the predicted rollout markers; empty = the robot's base frame"),
     P("torch_threads", 1, "torch intra-op threads", lo=1, hi=64, read_only=True),
+    P("update_dir", "", "Folder model updates load from (= finetuner output_dir); empty = accept no updates",
+      read_only=True),
+    P("update_key_file", "", "Owner-only key file shared with the finetuner; empty = accept no updates",
+      read_only=True),
 )
 
 
@@ -152,7 +162,9 @@ class PlannerNode(Node):
             callback_group=control_group,
             event_callbacks=SubscriptionEventCallbacks(deadline=lambda _e: self._count("latent_deadline_missed")),
         )  # fmt: skip
-        self.swapper = ModelSwapper(model, manifest, self.get_logger(), params.device)
+        self.swapper = ModelSwapper(model, manifest, self.get_logger(), params.device, **_update_source(params))
+        if not self.swapper.enabled:
+            self.get_logger().warning("update_dir or update_key_file is empty: every model/update will be refused")
         self.create_subscription(String, topics.MODEL_UPDATE, self._on_update, qos.ANNOUNCE, callback_group=io_group)
         self.create_timer(1.0 / self.control_hz, self._watchdog, callback_group=control_group)
         self.create_timer(params.diagnostics_period_s, self._publish_diagnostics, callback_group=io_group)
@@ -286,6 +298,20 @@ class PlannerNode(Node):
     def close(self) -> None:
         """Stop and join the swap worker (before rclpy shuts down)."""
         self.swapper.close()
+
+
+def _update_source(params: PlannerParams) -> dict[str, Any]:
+    """``update_dir`` and the shared ``key`` for the swapper (both None unless both are set).
+
+    Raises:
+        KeyFileError: the key file is missing, a symlink, or readable by others (the node does not start).
+    """
+    from simdist_core.checkpoint_auth import read_key
+
+    if not params.update_dir or not params.update_key_file:
+        return {"update_dir": None, "key": None}
+    return {"update_dir": Path(params.update_dir).expanduser().absolute(),
+            "key": read_key(Path(params.update_key_file).expanduser())}
 
 
 def _numpy(x: Any) -> np.ndarray:  # noqa: ANN401  (tensor or array)

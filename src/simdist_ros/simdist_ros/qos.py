@@ -39,6 +39,16 @@ def executed(control_hz: float) -> QoSProfile:
     )
 
 
+DRIVER_COMMAND = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE)
+"""What a robot (driver or simulated) requests on ``joint_command``: reliable, newest only, NO deadline.
+
+A subscription that requests a deadline refuses every publisher that offers none, which a publisher with
+default QoS does not (DDS calls the pair incompatible and delivers nothing): a teleop tool or
+``ros2 topic pub`` was silently ignored. The planner still offers its two-tick deadline and counts its own
+misses; the driver's watchdog on command age is what protects the robot. A best-effort publisher stays
+incompatible (a reliable reader cannot take it); drivers count and log that.
+"""
+
 LATENT = command
 """The latent stream has the same contract as commands: newest only, two-tick deadline."""
 

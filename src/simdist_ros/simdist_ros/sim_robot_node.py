@@ -1,7 +1,8 @@
 """Simulated robot node: a MuJoCo task behind exactly the topics a real driver exposes.
 
 Graph role (topics relative, see ``simdist_ros.topics``):
-    in   ``joint_command`` (Float64MultiArray normalised action, qos.COMMAND), ``estop`` (Bool: True latches)
+    in   ``joint_command`` (Float64MultiArray normalised action, qos.DRIVER_COMMAND, as a real driver),
+         ``estop`` (Bool: True latches)
     srv  ``estop``, ``reset_estop`` (std_srvs/Trigger)
     out  sensors (qos.SENSOR): ``joint_states``, ``imu``, ``odom``, ``height_map`` (32FC1), ``foot_contacts`` (Go2);
          ``joint_states``, ``odom`` (TCP pose), ``wrench``, ``camera/image_raw`` (rgb8) (UR5e);
@@ -165,7 +166,7 @@ class SimRobotNode(Node):
         self._episode_seed: int | None = params.seed  # the reset seed of the running episode (None: not known)
         self._episode_start_ns = 0
         self._diag_pub = self.create_publisher(msgs.DiagnosticArray, topics.DIAGNOSTICS, qos.RELIABLE)
-        self.create_subscription(Float64MultiArray, topics.COMMAND, self._on_command, qos.command(self.spec.control_hz))
+        self.create_subscription(Float64MultiArray, topics.COMMAND, self._on_command, qos.DRIVER_COMMAND)
         self._estop_reason = ""
         self.create_subscription(Bool, topics.ESTOP, self._on_estop, 10)
         self.create_service(Trigger, "estop", lambda _req, resp: self._estop_service(resp, latch=True))

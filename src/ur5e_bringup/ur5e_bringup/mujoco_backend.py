@@ -2,8 +2,9 @@
 
 Each ``servo_j(q, ..., dt_s)`` sets the arm's position servos to ``q`` and advances physics by ``dt_s``,
 the way the UR controller tracks a servoJ target over one period. Like the real controller it enters a
-protective stop when the TCP force exceeds ``force_limit_n`` (and ignores motion until ``unlock``), and
-it can drop the link (``disconnect``) so connection-loss handling is testable.
+protective stop when the TCP force exceeds ``force_limit_n`` (and ignores motion until ``unlock``), it
+can drop the link (``disconnect``) and report impossible joint readings (``sensor_fault``), so the
+driver's handling of each is testable.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class MujocoBackend:
         self._protective_stop = False
         self.servo_calls = 0
         self.stop_calls = 0
+        self._sensor_fault: dict[str, np.ndarray] = {}
 
     def connect(self, timeout_s: float) -> None:
         """Reset the arm to ``start_q_rad`` at rest (``timeout_s`` is unused: nothing can hang here)."""
@@ -54,8 +56,9 @@ class MujocoBackend:
             if not self._ever_connected:
                 raise BackendConnectError("MujocoBackend.read_state before connect()")
             ll = self.sim.lowlevel
-            return ArmState(q_rad=self._q(), dq_rad_s=self.sim.data.qvel[ll.dof_adr].copy(),
-                            wrench=self.sim.wrench(), protective_stop=self._protective_stop,
+            q = self._sensor_fault.get("q_rad", self._q())
+            dq = self._sensor_fault.get("dq_rad_s", self.sim.data.qvel[ll.dof_adr].copy())
+            return ArmState(q_rad=q, dq_rad_s=dq, wrench=self.sim.wrench(), protective_stop=self._protective_stop,
                             connected=self._connected)
 
     def servo_j(self, q_rad: np.ndarray, speed: float, accel: float, dt_s: float, lookahead_s: float,
@@ -95,6 +98,12 @@ class MujocoBackend:
     def unlock(self) -> None:
         """As if the operator cleared the protective stop on the pendant."""
         self._protective_stop = False
+
+    def sensor_fault(self, q_rad: np.ndarray | None = None, dq_rad_s: np.ndarray | None = None) -> None:
+        """As if the encoders reported these joint positions / velocities (any shape, NaN); None = true values."""
+        with self._lock:
+            self._sensor_fault = {k: np.asarray(v, dtype=np.float64) for k, v in
+                                  (("q_rad", q_rad), ("dq_rad_s", dq_rad_s)) if v is not None}
 
     def disconnect(self) -> None:
         """As if the cable was pulled."""

@@ -12,10 +12,17 @@ servoJ on a real UR tracks its target closely, so ``RtdeBackend`` users pass ``i
 Newton step: command the IK solution itself) through ``LowLevelConfig``; the MuJoCo backend keeps the
 sim's value because it has the sim's servos.
 
-Modes: IDLE (no command yet / after reset), ACTIVE (fresh commands), HOLD (late: keep servoing to the last
-TCP target), STOPPED (commands stopped for ``stop_timeout_s``: ``backend.stop()``; the next fresh command
-re-anchors the target on the measured TCP and resumes), PROTECTIVE_STOP (the controller stopped the arm;
-latched until the operator clears it on the pendant AND ``reset()``), ESTOP (latched until ``reset()``).
+Modes: IDLE (no command yet), ACTIVE (fresh commands), HOLD (late: keep servoing to the last TCP target),
+STOPPED (commands stopped for ``stop_timeout_s``: ``backend.stop()``; the next fresh command re-anchors the
+target on the measured TCP and resumes), PROTECTIVE_STOP (the controller stopped the arm; latched until the
+operator clears it on the pendant AND ``reset()``), ESTOP (latched until ``reset()``), DISABLED (after
+``reset()``: commands are ignored until an explicit ``enable()``, so a planner still streaming cannot move
+the arm the moment the latch clears).
+
+Faults that latch ESTOP and send one ``backend.stop()``: a measured joint state of the wrong length or not
+finite, a measured joint speed above ``runaway_speed_rad_s`` (the arm moves faster than anything this driver
+streams: a runaway), a non-finite IK or streamed target, a lost link, and any exception in ``tick`` (through
+``fail_safe``, which the control loop calls and which cannot raise).
 """
 
 from __future__ import annotations
@@ -48,6 +55,7 @@ class ArmMode(enum.Enum):
     STOPPED = "stopped"
     PROTECTIVE_STOP = "protective_stop"
     ESTOP = "estop"
+    DISABLED = "disabled"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -68,11 +76,19 @@ class ArmControlConfig:
     """servoJ lookahead time, [0.03, 0.2]."""
     servo_gain: float = 300.0
     """servoJ proportional gain, [100, 2000]."""
+    runaway_speed_rad_s: float = 2.5
+    """A measured joint speed above this latches the e-stop. It must exceed ``max_joint_speed_rad_s`` (what the
+    stream ever asks for) and stays below the UR5e's own joint limit (pi rad/s)."""
 
     def __post_init__(self) -> None:
-        for name in ("control_hz", "hold_timeout_s", "max_joint_speed_rad_s", "max_joint_accel_rad_s2"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+        for name in ("control_hz", "hold_timeout_s", "max_joint_speed_rad_s", "max_joint_accel_rad_s2",
+                     "runaway_speed_rad_s"):
+            value = getattr(self, name)
+            if not (np.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be finite and > 0, got {value!r}")
+        if not self.runaway_speed_rad_s > self.max_joint_speed_rad_s:
+            raise ValueError(f"runaway_speed_rad_s must be > max_joint_speed_rad_s (the streamed speed limit), got "
+                             f"{self.runaway_speed_rad_s=}, {self.max_joint_speed_rad_s=}")
         if not self.stop_timeout_s > self.hold_timeout_s:
             raise ValueError(f"stop_timeout_s must be > hold_timeout_s, got {self.stop_timeout_s=}, "
                              f"{self.hold_timeout_s=}")
@@ -140,6 +156,14 @@ class Ur5eController:
         self.ticks = 0
         self.ignored_commands = 0
         self.servo_refusals = 0
+        self.bad_states = 0
+        """Readings refused (wrong length, non-finite or runaway joints); each latched the e-stop."""
+        self.reading_ok = False
+        """Whether the newest reading was usable (``state`` keeps the last usable one)."""
+        self.fail_safe_stops = 0
+        """Stops sent by ``fail_safe`` (a tick raised)."""
+        self.fail_safe_errors = 0
+        """``fail_safe`` stops that raised (the link itself is broken)."""
         self.clamp_counts = {"speed": 0, "accel": 0}
         """Ticks on which the speed limit cut the requested joint speed / the acceleration bound was active."""
 
@@ -154,7 +178,7 @@ class Ur5eController:
         if a.shape != (UR5E.action_dim,) or not np.all(np.isfinite(a)):
             raise ValueError(f"action must be finite with shape ({UR5E.action_dim},), got shape {a.shape}")
         with self._lock:
-            if self._base in (ArmMode.ESTOP, ArmMode.PROTECTIVE_STOP) or self.state is None:
+            if self._base in (ArmMode.ESTOP, ArmMode.PROTECTIVE_STOP, ArmMode.DISABLED) or self.state is None:
                 self.ignored_commands += 1
                 return False
             if not self._anchored or self._current_mode(self.clock()) is ArmMode.STOPPED:
@@ -177,17 +201,73 @@ class Ur5eController:
         LOG.warning("UR5e e-stop latched: %s", reason)
 
     def reset(self) -> bool:
-        """Clear the e-stop / protective-stop latch; False while the controller still reports a protective stop."""
+        """Clear the e-stop / protective-stop latch into DISABLED (``enable`` resumes).
+
+        Returns:
+            False (nothing cleared) while the controller still reports a protective stop.
+        """
         with self._lock:
             if self.state is not None and self.state.protective_stop:
                 return False
             self.estop_reason = None
-            self._base = ArmMode.IDLE
+            self._base = ArmMode.DISABLED
             self._anchored = False
+            self._stopped_sent = False
             self._q_cmd = None
             self._q_ik = None
             self._v_cmd = np.zeros(6)
             return True
+
+    def enable(self) -> bool:
+        """Accept commands again after ``reset``; False (refused) while a stop is latched."""
+        with self._lock:
+            if self._base in (ArmMode.ESTOP, ArmMode.PROTECTIVE_STOP):
+                return False
+            if self._base is ArmMode.DISABLED:
+                self._base = ArmMode.IDLE
+            return True
+
+    def fail_safe(self, reason: str) -> None:
+        """Latch the e-stop and send ``backend.stop()`` once per latch. Never raises.
+
+        The control loop calls this when ``tick`` raised, so it uses no lock (a stuck holder must not stop
+        it), no clock and no state: only the latch and the backend. A stop that raised is retried on the
+        next call.
+        """
+        if self.estop_reason is None:
+            self.estop_reason = reason
+        self._base = ArmMode.ESTOP
+        self.mode = ArmMode.ESTOP
+        self.executed_action = np.zeros(UR5E.action_dim, dtype=np.float32)
+        if self._stopped_sent:
+            return
+        try:
+            self.backend.stop()
+        except Exception:  # noqa: BLE001 - the last line: count, never raise
+            self.fail_safe_errors += 1
+            return
+        self._stopped_sent = True
+        self.fail_safe_stops += 1
+
+    def _latch_locked(self, reason: str) -> None:
+        """Latch the e-stop (call with the lock held); the tick then sends one stop."""
+        if self.estop_reason is None:
+            self.estop_reason = reason
+            LOG.error("UR5e e-stop latched: %s", reason)
+        self._base = ArmMode.ESTOP
+
+    def _state_fault(self, state: ArmState) -> str | None:
+        """Why a reading must not be used (wrong length, non-finite, runaway speed), or None."""
+        q, dq = np.asarray(state.q_rad, dtype=np.float64), np.asarray(state.dq_rad_s, dtype=np.float64)
+        if q.shape != (6,) or dq.shape != (6,):
+            return f"joint state has shapes {q.shape} and {dq.shape}, expected (6,)"
+        if not (np.all(np.isfinite(q)) and np.all(np.isfinite(dq))):
+            return f"non-finite joint state from the arm (q {q}, dq {dq})"
+        j = int(np.argmax(np.abs(dq)))
+        if abs(dq[j]) > self.config.runaway_speed_rad_s:
+            return (f"joint {j} moves at {dq[j]:.2f} rad/s, above runaway_speed_rad_s="
+                    f"{self.config.runaway_speed_rad_s}: runaway")
+        return None
 
     # ---- the tick -----------------------------------------------------------------------------------------
     def _current_mode(self, now_s: float) -> ArmMode:
@@ -201,11 +281,16 @@ class Ur5eController:
     def tick(self) -> ArmMode:
         """Read the arm, update the safety state, stream one servoJ target (or stop)."""
         state = self.backend.read_state()
+        fault = self._state_fault(state)
         with self._lock:
-            self.state = state
+            self.reading_ok = fault is None
+            if fault is not None:  # never sync kinematics or publish a reading that cannot be true
+                self.bad_states += 1
+                self._latch_locked(fault)
+            else:
+                self.state = state
             if not state.connected and self._base is not ArmMode.ESTOP:
-                self.estop_reason = "connection to the arm lost"
-                self._base = ArmMode.ESTOP
+                self._latch_locked("connection to the arm lost")
             elif state.protective_stop and self._base not in (ArmMode.ESTOP, ArmMode.PROTECTIVE_STOP):
                 self._base = ArmMode.PROTECTIVE_STOP
                 LOG.error("protective stop reported by the controller: clear it on the pendant, then reset")
@@ -217,9 +302,13 @@ class Ur5eController:
                 else:
                     self.kin.sync(state.q_rad)
                 q_target = self._limit(self._q_ik, state.q_rad)
-            else:
-                self.kin.sync(state.q_rad)
-                if mode is not ArmMode.IDLE:
+                if not (q_target.shape == (6,) and np.all(np.isfinite(q_target))):
+                    self._latch_locked(f"non-finite joint target from IK {self._q_ik} (streamed {q_target})")
+                    mode, q_target = ArmMode.ESTOP, None
+            if q_target is None:
+                if fault is None:
+                    self.kin.sync(state.q_rad)
+                if mode not in (ArmMode.IDLE, ArmMode.DISABLED):
                     self._q_cmd, self._v_cmd, self._q_ik = None, np.zeros(6), None
                     self.executed_action = np.zeros(UR5E.action_dim, dtype=np.float32)
             self.tcp_pos_m, self.tcp_quat_wxyz = self.kin.tcp_pose()
@@ -231,7 +320,7 @@ class Ur5eController:
             if not self.backend.servo_j(q_target, 0.0, 0.0, 1.0 / c.control_hz, c.servo_lookahead_s, c.servo_gain):
                 self.servo_refusals += 1
         elif mode in (ArmMode.STOPPED, ArmMode.ESTOP) and not self._stopped_sent and state.connected:
-            self.backend.stop()
+            self.backend.stop()  # if this raises, fail_safe retries it
             self._stopped_sent = True
         self.ticks += 1
         return mode
@@ -258,7 +347,7 @@ class Ur5eController:
 
 
 class ArmLoop(SafeControlLoop):
-    """Calls ``Ur5eController.tick`` at ``control_hz`` in a thread; a tick error latches the e-stop (shared loop)."""
+    """Calls ``Ur5eController.tick`` at ``control_hz`` in a thread; a tick error stops the arm (``fail_safe``)."""
 
     def __init__(self, controller: Ur5eController) -> None:
         super().__init__(controller, name="ur5e_control")

@@ -1,12 +1,14 @@
 """UR5e driver node: the simulated robot's topics over ur_rtde servoJ (or the MuJoCo arm for tests/sim).
 
 Graph role (topics relative, see ``simdist_ros.topics``):
-    in   ``joint_command`` (Float64MultiArray, normalised (dx, dy, dz, dyaw), qos.command), ``estop`` (Bool)
+    in   ``joint_command`` (Float64MultiArray, normalised (dx, dy, dz, dyaw), qos.DRIVER_COMMAND: reliable,
+         newest only, no deadline, so any reliable publisher is heard), ``estop`` (Bool)
     out  ``joint_states`` (UR joint order = MuJoCo order), ``odom`` (TCP pose in the base frame, child frame
          ``tcp``: the sim's TCP site through the same MuJoCo kinematics, as ``simdist_ros.sensors`` expects),
          ``wrench`` (WrenchStamped, TCP force in the base frame), ``executed_command`` (the action applied; zeros
          while holding or stopped), ``/diagnostics``
-    srv  ``estop``, ``reset_estop`` (std_srvs/Trigger)
+    srv  ``estop``, ``reset_estop`` (clears the latch into ``disabled``), ``enable`` (accept commands again)
+         (std_srvs/Trigger)
 
 The 500 Hz servo loop (``ur5e_control.ArmLoop``) runs in its own thread; callbacks only hand it actions.
 The camera is a separate node (``camera_node``).
@@ -21,6 +23,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import WrenchStamped
 from nav_msgs.msg import Odometry
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from simdist_core.robots import UR5E
@@ -55,6 +58,7 @@ class Ur5eDriverParams:
     servo_lookahead_s: float
     servo_gain: float
     ik_gain: float
+    runaway_speed_rad_s: float
     frame_id: str
 
     def __post_init__(self) -> None:
@@ -80,6 +84,8 @@ ROWS = (
     P("servo_gain", _D.servo_gain, "servoJ gain", lo=100.0, hi=2000.0, read_only=True),
     P("ik_gain", 0.0, "IK step gain; 0 = backend default (rtde 1.0: servoJ tracks; mujoco: the sim's value)",
       lo=0.0, hi=5.0, read_only=True),
+    P("runaway_speed_rad_s", _D.runaway_speed_rad_s, "Measured joint speed that latches the e-stop (> the speed "
+      "limit)", lo=0.02, hi=3.14, read_only=True),
     P("frame_id", "base", "Frame of the wrench", read_only=True),
 )
 
@@ -106,24 +112,29 @@ class Ur5eDriverNode(Node):
     def __init__(self, **kwargs: object) -> None:
         super().__init__("ur5e_driver", **kwargs)
         self.params = p = declare_table(self, ROWS, Ur5eDriverParams)
+        # Every setting is checked (dataclass __post_init__) before the node connects to the arm.
+        control = ArmControlConfig(control_hz=p.control_hz, hold_timeout_s=p.hold_timeout_s,
+                                   stop_timeout_s=p.stop_timeout_s, max_joint_speed_rad_s=p.max_joint_speed_rad_s,
+                                   max_joint_accel_rad_s2=p.max_joint_accel_rad_s2,
+                                   servo_lookahead_s=p.servo_lookahead_s, servo_gain=p.servo_gain,
+                                   runaway_speed_rad_s=p.runaway_speed_rad_s)
+        lowlevel = LowLevelConfig(ik_gain=ik_gain(p))
         self.backend = make_backend(p)
         self.get_logger().info(f"connecting to the arm (backend {p.backend} {p.robot_ip})")
         self.backend.connect(p.connect_timeout_s)
-        self.controller = Ur5eController(
-            ArmControlConfig(control_hz=p.control_hz, hold_timeout_s=p.hold_timeout_s,
-                             stop_timeout_s=p.stop_timeout_s, max_joint_speed_rad_s=p.max_joint_speed_rad_s,
-                             max_joint_accel_rad_s2=p.max_joint_accel_rad_s2,
-                             servo_lookahead_s=p.servo_lookahead_s, servo_gain=p.servo_gain),
-            self.backend, LowLevelConfig(ik_gain=ik_gain(p)))
+        self.controller = Ur5eController(control, self.backend, lowlevel)
         self.controller.tick()  # first state before any command arrives
         self.loop = ArmLoop(self.controller)
         self.bad_commands = 0
+        self.incompatible_publishers = 0
         inputs, outputs = MutuallyExclusiveCallbackGroup(), MutuallyExclusiveCallbackGroup()
-        self.create_subscription(Float64MultiArray, topics.COMMAND, self._on_command, qos.command(UR5E.control_hz),
-                                 callback_group=inputs)
+        self.create_subscription(Float64MultiArray, topics.COMMAND, self._on_command, qos.DRIVER_COMMAND,
+                                 callback_group=inputs,
+                                 event_callbacks=SubscriptionEventCallbacks(incompatible_qos=self._on_incompatible))
         self.create_subscription(Bool, topics.ESTOP, self._on_estop, 10, callback_group=inputs)
         self.create_service(Trigger, "estop", self._srv_estop, callback_group=inputs)
         self.create_service(Trigger, "reset_estop", self._srv_reset, callback_group=inputs)
+        self.create_service(Trigger, "enable", self._srv_enable, callback_group=inputs)
         self._joint_pub = self.create_publisher(JointState, topics.JOINT_STATES, qos.SENSOR)
         self._wrench_pub = self.create_publisher(WrenchStamped, topics.WRENCH, qos.SENSOR)
         self._odom_pub = self.create_publisher(Odometry, topics.ODOM, qos.SENSOR)
@@ -144,6 +155,11 @@ class Ur5eDriverNode(Node):
             self.get_logger().error(f"bad joint_command dropped ({self.bad_commands} so far): {exc}",
                                     throttle_duration_sec=1.0)
 
+    def _on_incompatible(self, event: object) -> None:
+        self.incompatible_publishers += 1
+        self.get_logger().error(f"a joint_command publisher offers QoS this driver cannot take ({event}); its "
+                                "commands never arrive: publish reliable (the ROS default)")
+
     def _on_estop(self, msg: Bool) -> None:
         if msg.data:
             self.controller.estop("estop topic")
@@ -155,13 +171,20 @@ class Ur5eDriverNode(Node):
 
     def _srv_reset(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         response.success = self.controller.reset()
-        response.message = ("e-stop cleared" if response.success
+        response.message = ("e-stop cleared; the arm stays disabled until the enable service is called"
+                            if response.success
                             else "refused: the controller still reports a protective stop (clear it on the pendant)")
+        return response
+
+    def _srv_enable(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        response.success = self.controller.enable()
+        response.message = ("enabled: commands move the arm" if response.success
+                            else "refused: a stop is latched; call reset_estop first")
         return response
 
     def _publish(self) -> None:
         state = self.controller.state
-        if state is None:
+        if state is None or not self.controller.reading_ok:  # never restamp an old or impossible reading
             return
         t_ns = self.get_clock().now().nanoseconds
         self._joint_pub.publish(msgs.make_joint_state(ARM_JOINTS, state.q_rad, state.dq_rad_s, [0.0] * 6, t_ns))
@@ -174,11 +197,15 @@ class Ur5eDriverNode(Node):
     def _diagnostics(self) -> None:
         c = self.controller
         level = "error" if c.mode in (ArmMode.ESTOP, ArmMode.PROTECTIVE_STOP) else (
-            "warn" if c.mode in (ArmMode.HOLD, ArmMode.STOPPED) else "ok")
+            "warn" if c.mode in (ArmMode.HOLD, ArmMode.STOPPED, ArmMode.DISABLED) else "ok")
         values = {"mode": c.mode.value, "estop_reason": c.estop_reason or "", "ticks": c.ticks,
                   "loop_errors": self.loop.errors, "loop_overruns": self.loop.overruns,
                   "ignored_commands": c.ignored_commands, "bad_commands": self.bad_commands,
-                  "servo_refusals": c.servo_refusals, **{f"clamped_{k}": v for k, v in c.clamp_counts.items()}}
+                  "servo_refusals": c.servo_refusals, "bad_states": c.bad_states,
+                  "fail_safe_stops": c.fail_safe_stops, "fail_safe_errors": c.fail_safe_errors,
+                  "loop_fail_safe_errors": self.loop.fail_safe_errors,
+                  "incompatible_command_publishers": self.incompatible_publishers,
+                  **{f"clamped_{k}": v for k, v in c.clamp_counts.items()}}
         status = msgs.make_status("ur5e_driver", level, c.estop_reason or c.mode.value, values, hardware_id="ur5e")
         self._diag_pub.publish(msgs.make_diagnostics([status], self.get_clock().now().nanoseconds))
 
