@@ -145,6 +145,8 @@ class ArgumentParser(argparse.ArgumentParser):
     def __init__(self, *args: Any, key_help: dict[str, Callable[[argparse.Namespace], str]] | None = None,  # noqa: ANN401
                  **kwargs: Any) -> None:  # noqa: ANN401
         kwargs.setdefault("formatter_class", HelpFormatter)
+        if kwargs.get("description"):  # module docstrings double as descriptions; a terminal shows no markup
+            kwargs["description"] = kwargs["description"].replace("``", "")
         super().__init__(*args, **kwargs)
         self.key_help = dict(key_help or {})
 

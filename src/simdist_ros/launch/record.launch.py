@@ -1,4 +1,4 @@
-"""Record the SimDist topics of a running graph: `ros2 launch launch/record.launch.py robot:=go2`.
+"""Record the SimDist topics of a running graph: `ros2 launch simdist_ros record.launch.py robot:=go2`.
 
 The recorder node writes an mcap rosbag2 (version 9) readable by rosbags, mcap_ros2 and rclpy;
 `simdist finetune --bag <bag>` adapts the dynamics from it offline.
