@@ -345,12 +345,15 @@ def validate_task(graph: Graph, arguments: Mapping[str, str]) -> None:
 @cli_main("simdist launch")
 def main(argv: list[str]) -> int:
     """Entry point of ``simdist launch``."""
+    from simdist_ros.cli_checks import check_node_parameters
+
     ns = _parser(_graph_for_help(argv)).parse_args(argv)
     try:
         graph = load_graph(ns.robot)
         arguments = _arguments(ns)
         validate_task(graph, {**graph.defaults(), **arguments})
-        proc = GraphProcess(graph, arguments, log_dir=ns.log_dir, parameters=_parameters(ns.param))
+        parameters = check_node_parameters(graph, arguments, _parameters(ns.param), "--param")
+        proc = GraphProcess(graph, arguments, log_dir=ns.log_dir, parameters=parameters)
         commands = [node_command(node, proc.overrides_path()) for node in proc.nodes]  # every executable installed
     except GraphError as exc:
         raise UsageError(str(exc)) from None
