@@ -87,23 +87,35 @@ def names() -> list[str]:
     return [*task_ids(), *(f"planner/{p}" for p in sorted(PRESETS)), *command_configs(), "generate"]
 
 
-def describe(name: str) -> str:
-    """The key table of ``name`` (see the module docstring).
+def keys(name: str) -> tuple[str, list[KeyInfo]]:
+    """(heading, keys) of ``name`` (see the module docstring).
 
     Raises:
         UsageError: unknown name (lists the valid ones, suggests the closest).
     """
+    from simdist_core.sim.base import task_config
+
     check_choice("config name", name, names())
     if name.startswith("planner/"):
         preset = name.split("/", 1)[1]
-        return format_keys(planner_keys(preset), f"simdist eval --preset {preset} --planner KEY=VALUE:")
+        return f"simdist eval --preset {preset} --planner KEY=VALUE:", planner_keys(preset)
     if name == "generate":
-        return format_keys(generate_keys(), "simdist generate --set data.KEY=VALUE (other --set keys go to the task):")
+        return "simdist generate --set data.KEY=VALUE (other --set keys go to the task):", generate_keys()
     commands = command_configs()
     if name in commands:
         build, usage = commands[name]
-        return format_keys(config_keys(build()), f"{usage}:")
-    return task_keys_text(name)
+        return f"{usage}:", config_keys(build())
+    return f"--set keys of task {name} (type, default, meaning):", config_keys(task_config(name))
+
+
+def describe(name: str) -> str:
+    """The key table of ``name``: one row per key (type, default) and its docstring under it.
+
+    Raises:
+        UsageError: unknown name.
+    """
+    heading, rows = keys(name)
+    return format_keys(rows, heading)
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
