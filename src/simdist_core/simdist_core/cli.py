@@ -7,6 +7,7 @@ this file is only the table, so importing the CLI never pulls torch, MuJoCo or R
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 from simdist_core.cliargs import did_you_mean
@@ -50,7 +51,11 @@ def main(argv: list[str] | None = None) -> int:
         if argv[:n] == words.split():
             module_name, func_name = target.split(":")
             module = importlib.import_module(module_name)
-            return int(getattr(module, func_name)(argv[n:]) or 0)
+            try:
+                return int(getattr(module, func_name)(argv[n:]) or 0)
+            except BrokenPipeError:  # `simdist config show go2/foam | head`: the reader left early
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # as the Python docs advise
+                return 1
     groups = {words.split()[0] for words, _, _ in COMMANDS if len(words.split()) > 1}
     group = argv[0] if argv and argv[0] in groups else ""
     rest = argv[1:] if group else argv
