@@ -24,6 +24,7 @@ setup(
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),
         (f"share/{PACKAGE}/config", glob("config/*")),
+        (f"share/{PACKAGE}/launch", glob("launch/*.launch.py")),
     ],
     package_data={PACKAGE: ["graphs/*.yaml"]},
     install_requires=["setuptools"],

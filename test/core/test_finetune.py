@@ -159,5 +159,6 @@ def test_cli_reports_missing_data_clearly(shifted, tmp_path, capsys):
     model, _, _ = shifted
     parent = _save(model, tmp_path / "parent")
     rc = main(["--checkpoint", str(parent), "--data", str(tmp_path / "nothing"), "--out", str(tmp_path / "c")])
-    assert rc == 2 and "cannot finetune" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert rc == 2 and "--data" in err and "nothing' does not exist" in err
     assert not (tmp_path / "c").exists()

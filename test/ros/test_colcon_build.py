@@ -45,6 +45,8 @@ def test_colcon_builds_the_workspace_with_the_ros_layout(tmp_path):
         assert (share / "rviz" / f"{robot}.rviz").is_file()
         assert (install / f"{robot}_bringup" / "share" / "ament_index" / "resource_index" / "packages"
                 / f"{robot}_bringup").is_file()
+    for name in ("record.launch.py", "sim_robot.launch.py"):  # `ros2 launch simdist_ros <name>`
+        assert (install / "simdist_ros" / "share" / "simdist_ros" / "launch" / name).is_file()
     executables = {p.name for p in (install / "simdist_ros" / "lib" / "simdist_ros").iterdir()}
     assert {"sim_robot_node", "encoder_node", "planner_node", "replay_buffer_node", "finetuner_node",
             "recorder_node"} <= executables

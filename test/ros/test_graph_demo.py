@@ -37,7 +37,7 @@ def test_plot_written(tmp_path):
 
 def test_demo_refuses_missing_checkpoint(tmp_path, capsys):
     assert demo.main(["--checkpoint", str(tmp_path / "nope")]) == 2
-    assert "no checkpoint" in capsys.readouterr().err
+    assert "nope' does not exist" in capsys.readouterr().err
 
 
 def test_adaptation_phases_compare_the_shipped_model_with_the_last_minute_of_adapted_ones():

@@ -1,12 +1,18 @@
-"""Launch files, graph YAMLs, params files and RViz configs reference only things that exist.
+"""Launch files, graph YAMLs, params files and RViz configs reference only things that exist, and both
+starters (``ros2 launch`` and ``simdist launch``) start the same processes with the same semantics.
 
 Launch files are parsed with ``ast`` (``launch``/``launch_ros`` are not installable here, so they are
 never executed): executables must be console_scripts of their package's setup.py, parameters must be
-rows of the node's parameter table, topics must be names of ``simdist_ros.topics``.
+rows of the node's parameter table, topics must be names of ``simdist_ros.topics``. The shared launch
+description is executed against recording stand-ins of the ``launch``/``launch_ros`` classes whose
+signatures copy the real ones (launch 3.7, launch_ros 0.28), so a misspelt keyword fails here.
 """
 
 import ast
 import importlib
+import sys
+import time
+import types
 from pathlib import Path
 
 import pytest
@@ -16,11 +22,11 @@ from simdist_ros.graph import GraphError, load_graph, parse_graph
 from simdist_ros.launcher import GraphProcess, node_command, write_overrides
 from simdist_ros.params import P
 
-from simdist_ros import topics
+from simdist_ros import launch_description, topics
 
 ROOT = Path(__file__).resolve().parents[2]
 ROBOTS = ("go2", "ur5e")
-LAUNCH_FILES = sorted([*ROOT.glob("src/*_bringup/launch/*.launch.py"), *ROOT.glob("launch/*.launch.py")])
+LAUNCH_FILES = sorted(ROOT.glob("src/*/launch/*.launch.py"))
 TOPIC_NAMES = {v for k, v in vars(topics).items() if k.isupper() and isinstance(v, str)}
 GLOBAL_PARAMS = {"use_sim_time"}  # declared by rclpy itself on every node
 
@@ -166,6 +172,15 @@ def test_rviz_topics_are_graph_topics(robot):
     assert used <= {t.lstrip("/") for t in TOPIC_NAMES}, used
 
 
+def test_launch_files_belong_to_packages():
+    """A top-level ``launch/`` folder would shadow ROS's ``launch`` package for Python started at the root."""
+    assert not list(ROOT.glob("launch/*.py"))
+    assert {p.name for p in LAUNCH_FILES} >= {"simdist.launch.py", "record.launch.py", "sim_robot.launch.py"}
+    for path in LAUNCH_FILES:
+        package = path.parents[1].name
+        assert 'glob("launch/' in (ROOT / "src" / package / "setup.py").read_text(), f"{package} installs no launch/"
+
+
 def test_pip_launcher_commands(tmp_path):
     """The pip starter builds one process per node with --ros-args, the params file and typed overrides."""
     proc = GraphProcess(load_graph("go2"), {"record": "true", "output_dir": str(tmp_path)})
@@ -176,8 +191,8 @@ def test_pip_launcher_commands(tmp_path):
     assert data["replay_buffer"]["ros__parameters"]["output_dir"] == str(tmp_path / "replay")
     assert data["encoder"]["ros__parameters"]["use_sim_time"] is True
     assert data["sim_robot"]["ros__parameters"]["use_sim_time"] is False
-    assert data["finetuner"]["ros__parameters"]["checkpoint"].endswith("checkpoints/go2")
-    cmd = node_command(proc.nodes[1], proc.graph.params_file_path(), overrides)
+    assert data["finetuner"]["ros__parameters"]["checkpoint"] == "", "empty: the node's documented default"
+    cmd = node_command(proc.nodes[1], overrides)
     assert cmd[cmd.index("--ros-args"):] == ["--ros-args", "-r", "__node:=encoder", "--params-file",
                                               str(proc.graph.params_file_path()), "--params-file", str(overrides)]
 
@@ -208,3 +223,163 @@ def test_launcher_refuses_an_exposed_key_file_before_starting_any_node(tmp_path,
     assert main(["go2", "--output-dir", str(tmp_path), "--duration-s", "1"]) == 2
     assert "chmod 600" in capsys.readouterr().err
     assert not (tmp_path / "replay").exists(), "no node was started"
+
+
+def test_path_arguments_are_resolved_against_the_starters_directory(tmp_path):
+    plan = load_graph("go2").plan({"output_dir": "out", "checkpoint": "ck"}, cwd=tmp_path)
+    assert plan.arguments["output_dir"] == str(tmp_path / "out")
+    assert plan.arguments["checkpoint"] == str(tmp_path / "ck")
+    assert plan.process("replay_buffer").parameters["output_dir"] == str(tmp_path / "out" / "replay")
+    assert load_graph("go2").plan(cwd=tmp_path).arguments["checkpoint"] == "", "empty stays empty"
+
+
+# --- both starters from one plan -------------------------------------------------------------------------------
+# Recording stand-ins for the launch classes launch_description uses. Their signatures are copied from
+# launch 3.7 (ExecuteLocal/ExecuteProcess/DeclareLaunchArgument/OpaqueFunction/Shutdown) and launch_ros 0.28
+# (Node): keyword-only, no **kwargs, so a keyword the real classes would reject fails here too.
+
+
+class _Action:
+    def __init__(self, **kwargs):
+        self.kwargs = kwargs
+
+
+class _Node(_Action):
+    def __init__(self, *, executable, package=None, name=None, namespace=None, exec_name=None, parameters=None,
+                 remappings=None, ros_arguments=None, arguments=None, prefix=None, cwd=None, env=None,
+                 additional_env=None, shell=False, sigterm_timeout=None, sigkill_timeout=None, emulate_tty=False,
+                 output="log", output_format=None, cached_output=False, log_cmd=False, on_exit=None, respawn=False,
+                 respawn_delay=None, respawn_max_retries=-1, condition=None):
+        super().__init__(**{k: v for k, v in locals().items() if k not in ("self", "__class__")})
+
+
+class _Shutdown(_Action):
+    def __init__(self, *, reason="reason not given", condition=None):
+        super().__init__(reason=reason)
+
+
+class _Declare(_Action):
+    def __init__(self, name, *, default_value=None, description=None, choices=None, condition=None):
+        super().__init__(name=name, default_value=default_value, description=description, choices=choices)
+
+
+class _Opaque(_Action):
+    def __init__(self, *, function, args=None, kwargs=None, condition=None):
+        super().__init__(function=function, args=args or [], kwargs=kwargs or {})
+
+
+class _LaunchConfiguration:
+    def __init__(self, variable_name, *, default=None):
+        self.name = variable_name
+
+    def perform(self, context):
+        return context[self.name]
+
+
+@pytest.fixture
+def fake_launch(monkeypatch):
+    names = ("launch", "launch.actions", "launch.substitutions", "launch_ros", "launch_ros.actions")
+    modules = {name: types.ModuleType(name) for name in names}
+    modules["launch"].LaunchDescription = lambda entities: list(entities)
+    modules["launch.actions"].DeclareLaunchArgument = _Declare
+    modules["launch.actions"].OpaqueFunction = _Opaque
+    modules["launch.actions"].Shutdown = _Shutdown
+    modules["launch.substitutions"].LaunchConfiguration = _LaunchConfiguration
+    modules["launch_ros.actions"].Node = _Node
+    for name, module in modules.items():
+        monkeypatch.setitem(sys.modules, name, module)
+
+
+def _ros2_launch(robot, argv):
+    """What ``ros2 launch <robot>_bringup simdist.launch.py name:=value...`` would start: (declared, nodes)."""
+    entities = launch_description.graph_launch_description(robot)
+    declared = {e.kwargs["name"]: e.kwargs for e in entities if isinstance(e, _Declare)}
+    opaque = next(e for e in entities if isinstance(e, _Opaque))
+    context = {name: argv.get(name, d["default_value"]) for name, d in declared.items()}
+    return declared, opaque.kwargs["function"](context, *opaque.kwargs["args"])
+
+
+CASES = [{}, {"sim": "false", "record": "true"}, {"adapt": "false", "rviz": "true"},
+         {"record": "true", "output_dir": "elsewhere", "checkpoint": "ck"}]
+
+
+@pytest.mark.parametrize("robot", ROBOTS)
+@pytest.mark.parametrize("argv", CASES, ids=lambda a: ",".join(f"{k}={v}" for k, v in a.items()) or "defaults")
+def test_ros2_launch_and_simdist_launch_start_the_same_processes(fake_launch, robot, argv, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # relative paths resolve against the starter's directory in both
+    graph = load_graph(robot)
+    declared, nodes = _ros2_launch(robot, argv)
+    pip = GraphProcess(graph, argv)
+    overrides = write_overrides(pip.nodes, tmp_path / "o.yaml")
+    sections = yaml.safe_load(overrides.read_text())
+
+    assert {n: (d["default_value"], d["choices"]) for n, d in declared.items()} == {
+        a.name: (a.default, list(a.choices) if a.choices else None) for a in graph.arguments}
+    launched = {n.kwargs["name"]: n.kwargs for n in nodes}
+    assert [n.kwargs["name"] for n in nodes if n.kwargs["package"] != "rviz2"] == [p.name for p in pip.nodes]
+    assert sorted(set(launched) - {p.name for p in pip.nodes}) == pip.skipped, "only external tools differ"
+    term_after, kill_after = pip.escalation_s()
+    for spec in pip.nodes:
+        kw, cmd = launched[spec.name], node_command(spec, overrides)
+        ros_args = cmd[cmd.index("--ros-args") + 1:]
+        assert (kw["package"], kw["executable"], kw["arguments"]) == (spec.package, spec.executable,
+                                                                    list(spec.arguments))
+        assert cmd[cmd.index("--ros-args") - len(spec.arguments):cmd.index("--ros-args")] == kw["arguments"]
+        files = [ros_args[i + 1] for i, a in enumerate(ros_args) if a == "--params-file"]
+        # the same parameters in the same order: the robot's params file, then the typed graph parameters
+        assert kw["parameters"][0] == files[0] == str(graph.params_file_path())
+        assert kw["parameters"][1] == sections[spec.name]["ros__parameters"] and files[1] == str(overrides)
+        remaps = [tuple(ros_args[i + 1].split(":=")) for i, a in enumerate(ros_args) if a == "-r"][1:]
+        assert kw["remappings"] == remaps
+        assert ros_args[:2] == ["-r", f"__node:={spec.name}"]
+        # what the node's exit does, whether it comes back, how long a shutdown waits
+        assert (kw["on_exit"] is not None) == (spec.on_exit == "shutdown")
+        if kw["on_exit"] is not None:
+            assert [type(a) for a in kw["on_exit"]] == [_Shutdown]
+        assert (kw["respawn"], kw["respawn_delay"]) == (spec.respawn, spec.respawn_delay_s if spec.respawn else None)
+        assert (float(kw["sigterm_timeout"]), float(kw["sigkill_timeout"])) == (term_after, kill_after)
+    assert Path(pip.arguments["output_dir"]) == tmp_path / argv.get("output_dir", f"runs/{robot}")
+
+
+def test_graph_yaml_on_exit_is_honoured_by_both(fake_launch):
+    """The shipped graphs: the robot, encoder and planner stop the graph; the learners and tools only log."""
+    for robot in ROBOTS:
+        _, nodes = _ros2_launch(robot, {"record": "true", "rviz": "true"})
+        stops = {n.kwargs["name"] for n in nodes if n.kwargs["on_exit"]}
+        assert stops == {"sim_robot", "encoder", "planner"}, robot
+        pip = {p.name for p in GraphProcess(load_graph(robot), {"record": "true"}).nodes if p.on_exit == "shutdown"}
+        assert pip == stops
+
+
+def test_respawn_needs_on_exit_log():
+    data = {"robot": "go2", "bringup_package": "go2_bringup", "params_file": "go2.yaml", "arguments": [],
+            "nodes": [{"name": "a", "package": "simdist_ros", "executable": "x", "respawn": True}]}
+    with pytest.raises(GraphError, match="respawn: true needs on_exit: log"):
+        parse_graph(data)
+
+
+def _crasher_graph(tmp_path, **node):
+    """A graph of one node that exits at once with status 2: the ``simdist`` command given ROS arguments."""
+    data = {"robot": "go2", "bringup_package": "go2_bringup", "params_file": "go2.yaml",
+            "arguments": [{"name": "output_dir", "default": str(tmp_path), "path": True}],
+            "nodes": [{"name": "crasher", "package": "simdist_core", "executable": "simdist", **node}]}
+    path = tmp_path / "g.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return load_graph(path)
+
+
+@pytest.mark.timeout(60)
+def test_pip_launcher_respawns_as_launch_does(tmp_path):
+    proc = GraphProcess(_crasher_graph(tmp_path, on_exit="log", respawn=True, respawn_delay_s=0.2),
+                        log_dir=tmp_path / "logs")
+    assert proc.run(duration_s=4.0) == 1
+    assert proc.starts["crasher"] >= 3, proc.starts
+
+
+@pytest.mark.timeout(60)
+def test_pip_launcher_ends_when_every_node_is_gone(tmp_path):
+    """As ``ros2 launch``: nothing left running (an ``on_exit: log`` node exited) ends the launch."""
+    proc = GraphProcess(_crasher_graph(tmp_path, on_exit="log"), log_dir=tmp_path / "logs")
+    t0 = time.monotonic()
+    assert proc.run(duration_s=50.0) == 1
+    assert time.monotonic() - t0 < 30 and proc.starts == {"crasher": 1} and proc.exit_codes == {"crasher": 2}

@@ -13,7 +13,6 @@ CLI: ``simdist checkpoint verify PATH`` / ``simdist checkpoint show PATH``.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import hashlib
 import json
@@ -30,6 +29,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
+from simdist_core.cliargs import ArgumentParser, check_existing_path, cli_main
 from simdist_core.config import from_dict, to_dict
 from simdist_core.models.world_model import PART_NAMES, WorldModel, WorldModelConfig
 from simdist_core.planning.mppi import PlannerConfig
@@ -317,12 +317,33 @@ def verify_checkpoint(path: str | Path) -> Manifest:
     return load_checkpoint(path, "cpu")[1]
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``simdist checkpoint verify PATH`` (exit 1 if rejected) or ``simdist checkpoint show PATH``."""
-    parser = argparse.ArgumentParser(prog="simdist checkpoint", description="inspect / verify a checkpoint")
-    parser.add_argument("action", choices=("verify", "show"))
-    parser.add_argument("path", type=Path)
+def load_for_cli(what: str, path: Path, device: torch.device | str = "cpu") -> tuple[WorldModel, Manifest]:
+    """:func:`load_checkpoint` of a path given on the command line: a rejection is a one-line usage error.
+
+    Raises:
+        UsageError: the path is not a checkpoint, or the checkpoint is rejected (the reason is named).
+    """
+    from simdist_core.cliargs import UsageError, checkpoint_dir
+
+    checkpoint_dir(what, Path(path))
+    try:
+        return load_checkpoint(path, device)
+    except CheckpointRejected as exc:
+        raise UsageError(f"{what} {str(path)!r} is rejected: {exc.reason}") from None
+
+
+@cli_main("simdist checkpoint")
+def main(argv: list[str]) -> int:
+    """``simdist checkpoint verify PATH`` (exit 1 if rejected) or ``simdist checkpoint show PATH``.
+
+    A PATH that does not exist is bad input (exit 2); one that exists but fails verification is the
+    answer to ``verify`` (exit 1).
+    """
+    parser = ArgumentParser(prog="simdist checkpoint", description="inspect / verify a checkpoint")
+    parser.add_argument("action", choices=("verify", "show"), help="verify: check hashes and shapes; show: manifest")
+    parser.add_argument("path", type=Path, help="checkpoint directory")
     args = parser.parse_args(argv)
+    check_existing_path("PATH", args.path)
     try:
         manifest = verify_checkpoint(args.path)
     except CheckpointRejected as e:

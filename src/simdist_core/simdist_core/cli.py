@@ -7,7 +7,10 @@ this file is only the table, so importing the CLI never pulls torch, MuJoCo or R
 from __future__ import annotations
 
 import importlib
+import os
 import sys
+
+from simdist_core.cliargs import did_you_mean
 
 # (words, "module:function", one-line help). Longest match wins ("bench planner" before "bench").
 COMMANDS: tuple[tuple[str, str, str], ...] = (
@@ -23,30 +26,47 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("bench parity", "simdist_ros.parity:main", "in-process eval vs the live ROS graph, same checkpoint and tasks"),
     ("bench graph", "simdist_ros.graph_bench:main", "live graph per executor: ticks kept, delay, CPU"),
     ("checkpoint", "simdist_core.checkpoint:main", "inspect / verify a checkpoint"),
+    ("config show", "simdist_core.config_show:main", "every --set key of a task or command: type, default, meaning"),
     ("launch", "simdist_ros.launcher:main", "start the ROS 2 node graph without ros2launch (pip installs)"),
     ("demo", "simdist_ros.demo:main", "the main job: simulated robot adapting live, with a progress plot"),
 )
 
 
-def _usage() -> str:
-    lines = ["usage: simdist <command> [options]", "", "commands:"]
-    lines += [f"  {words:<18} {help_text}" for words, _, help_text in COMMANDS]
-    return "\n".join(lines)
+def _usage(group: str = "") -> str:
+    """The commands (those under ``group``, e.g. ``bench``), one per line with their help."""
+    rows = [(words, help_text) for words, _, help_text in COMMANDS if words.startswith(group)]
+    lines = [f"usage: simdist {group + ' ' if group else ''}<command> [options]  (<command> --help for its options)",
+             "", "commands:"]
+    return "\n".join(lines + [f"  {words:<18} {help_text}" for words, help_text in rows])
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Dispatch ``simdist <command> ...`` to the owning module's ``main``."""
+    """Dispatch ``simdist <command> ...`` to the owning module's ``main``.
+
+    ``simdist`` or ``simdist bench`` alone prints the (bench) commands and exits 2; an unknown command
+    is one line on stderr naming it, the valid ones and the closest, exit 2.
+    """
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] in ("-h", "--help"):
-        print(_usage())
-        return 0 if argv else 2
     for words, target, _ in sorted(COMMANDS, key=lambda c: -len(c[0].split())):
         n = len(words.split())
         if argv[:n] == words.split():
             module_name, func_name = target.split(":")
             module = importlib.import_module(module_name)
-            return int(getattr(module, func_name)(argv[n:]) or 0)
-    print(f"simdist: unknown command {' '.join(argv[:2])!r}\n\n{_usage()}", file=sys.stderr)
+            try:
+                return int(getattr(module, func_name)(argv[n:]) or 0)
+            except BrokenPipeError:  # `simdist config show go2/foam | head`: the reader left early
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # as the Python docs advise
+                return 1
+    groups = {words.split()[0] for words, _, _ in COMMANDS if len(words.split()) > 1}
+    group = argv[0] if argv and argv[0] in groups else ""
+    rest = argv[1:] if group else argv
+    if not rest or rest[0] in ("-h", "--help"):
+        print(_usage(group))
+        return 0 if rest else 2
+    valid = [w for w, _, _ in COMMANDS if w.startswith(group)]
+    bad = " ".join(argv[:2]) if group else argv[0]
+    print(f"simdist: error: unknown command {bad!r}; valid: {', '.join(valid)}{did_you_mean(bad, valid)}",
+          file=sys.stderr)
     return 2
 
 

@@ -22,11 +22,12 @@ import argparse
 import json
 import os
 import signal
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from simdist_core.cliargs import ArgumentParser, check_positive, cli_main
 
 DEMOS = {
     "go2": {"unit": "m forward", "progress": "odom"},
@@ -151,9 +152,9 @@ class Progress:
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="simdist demo", description=__doc__.split("\n\n")[0])
-    p.add_argument("--robot", choices=sorted(DEMOS), default="go2")
-    p.add_argument("--minutes", type=float, default=5.0, help="simulated minutes to run (default 5)")
+    p = ArgumentParser(prog="simdist demo", description=__doc__.split("\n\n")[0])
+    p.add_argument("--robot", choices=sorted(DEMOS), default="go2", help="robot to simulate")
+    p.add_argument("--minutes", type=float, default=5.0, help="simulated minutes to run")
     p.add_argument("--task", help="override the demo task (default: the graph's default task)")
     p.add_argument("--checkpoint", type=Path, help="default: checkpoints/<robot> at the repo root")
     p.add_argument("--rtf", type=float, default=1.0,
@@ -166,6 +167,21 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--no-adapt", action="store_true", help="zero-shot baseline: no replay buffer / finetuner")
     p.add_argument("--print-every-s", type=float, default=10.0, help="wall seconds between progress lines")
     return p.parse_args(argv)
+
+
+def validate(args: argparse.Namespace) -> tuple[str, Path]:
+    """The task and checkpoint of the run, with every number checked, before anything starts.
+
+    Raises:
+        UsageError: a bad number, task or checkpoint.
+    """
+    from simdist_ros.cli_checks import check_sim_task, checkpoint_or_default
+    from simdist_ros.graph import default_task
+
+    for option, value in (("--minutes", args.minutes), ("--rtf", args.rtf), ("--print-every-s", args.print_every_s)):
+        check_positive(option, value)
+    return (check_sim_task(args.robot, args.task or default_task(args.robot)),
+            checkpoint_or_default(args.checkpoint, args.robot))
 
 
 def _line(prog: Progress, unit: str) -> str:
@@ -252,22 +268,18 @@ def _listen(prog: Progress, context: Any) -> Any:  # noqa: ANN401  (rclpy object
     return node
 
 
-def main(argv: list[str] | None = None) -> int:
+@cli_main("simdist demo")
+def main(argv: list[str]) -> int:
     """Entry point of ``simdist demo``; 0 on a clean run, 1 if a node failed, 2 on bad arguments."""
-    args = _parse(list(sys.argv[1:] if argv is None else argv))
+    args = _parse(argv)
+    task, checkpoint = validate(args)
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     os.environ.setdefault("MUJOCO_GL", "egl")
-    from simdist_ros.graph import default_task, load_graph
-    from simdist_ros.launcher import GraphProcess, default_checkpoint
+    from simdist_ros.graph import load_graph
+    from simdist_ros.launcher import GraphProcess
 
     demo = DEMOS[args.robot]
-    checkpoint = args.checkpoint or default_checkpoint(args.robot)
-    if not (checkpoint / "manifest.json").is_file():
-        print(f"simdist demo: no checkpoint at {checkpoint}; train one (`simdist pretrain`) or pass --checkpoint",
-              file=sys.stderr)
-        return 2
     out = (args.output_dir or Path("runs") / time.strftime(f"demo-{args.robot}-%Y%m%d-%H%M%S", time.gmtime())).resolve()
-    task = args.task or default_task(args.robot)
     launch_args = {"sim": "true", "task": task, "checkpoint": str(checkpoint), "output_dir": str(out),
                    "adapt": "false" if args.no_adapt else "true"}
     graph = GraphProcess(load_graph(args.robot), launch_args, log_dir=out / "logs",

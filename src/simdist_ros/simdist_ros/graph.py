@@ -1,8 +1,12 @@
 """The node graph of one robot, read from ``simdist_ros/graphs/<robot>.yaml`` (no ROS imports here).
 
-Both the ROS launch files (``<robot>_bringup/launch/simdist.launch.py``) and the pip starter
-(``simdist launch``, :mod:`simdist_ros.launcher`) build their processes from :meth:`Graph.resolve`,
-so the two cannot drift apart.
+Both the ROS launch files (``<robot>_bringup/launch/simdist.launch.py``, through
+:mod:`simdist_ros.launch_description`) and the pip starter (``simdist launch``,
+:mod:`simdist_ros.launcher`) start exactly the processes of one :class:`LaunchPlan`
+(:meth:`Graph.plan`): which nodes, their parameters (params file first, then the graph's typed
+parameters), remappings, arguments, what their exit does (``on_exit``), whether they are restarted
+(``respawn``) and how long a shutdown waits before escalating. The starters only translate a plan
+(into ``launch_ros`` ``Node`` actions, or into processes and a supervisor loop), so they cannot drift.
 
 Schema of a graph YAML (unknown keys are errors)::
 
@@ -12,6 +16,7 @@ Schema of a graph YAML (unknown keys are errors)::
     params_file: go2.yaml           # one section per node name (+ optional "/**" global keys)
     arguments:                      # launch arguments (``name:=value`` / ``--name value``)
       - {name: sim, default: "true", choices: ["true", "false"], description: "..."}
+      - {name: output_dir, default: "runs/go2", path: true, description: "..."}  # path: see below
     global_parameters:              # applied to every node before its own parameters
       use_sim_time: $(sim)
     nodes:
@@ -25,6 +30,12 @@ Schema of a graph YAML (unknown keys are errors)::
         arguments: []               # extra command-line arguments (external tools such as rviz2)
         external: false             # true: not one of ours (rviz2); the pip starter skips it
         on_exit: shutdown           # shutdown: its exit stops the graph; log: only reported
+        respawn: false              # true: restarted after respawn_delay_s (needs on_exit: log)
+        respawn_delay_s: 1.0
+
+A ``path: true`` argument is a file or folder: a relative value is made absolute against the
+starter's working directory, so every node sees the same place whatever its own; empty stays empty
+(the nodes then use their documented default).
 
 ``$(name)`` in a string is replaced by the argument's value; a string that is exactly ``$(name)``
 with value ``true``/``false`` becomes a bool. ``$(share)`` is the bringup package's share folder.
@@ -46,15 +57,22 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from simdist_core.cliargs import did_you_mean
 
 GRAPHS_DIR = Path(__file__).resolve().parent / "graphs"
 _SUBST = re.compile(r"\$\((\w+)\)")
 _TRUE = ("true", "1", "yes", "on")
 _FALSE = ("false", "0", "no", "off")
 _NODE_KEYS = {"name", "package", "executable", "if", "unless", "parameters", "remappings", "arguments",
-              "external", "on_exit"}
+              "external", "on_exit", "respawn", "respawn_delay_s"}
 KEY_FILE_PARAMETERS = ("update_key_file",)
 """Node parameters that name a shared secret file the starter creates (see the module docstring)."""
+_ARGUMENT_KEYS = {"name", "default", "description", "choices", "path"}
+
+SHUTDOWN_GRACE_S = 20.0
+"""After SIGINT, how long a stopping graph waits before SIGTERM (the finetuner may be mid-round)."""
+KILL_GRACE_S = 5.0
+"""After SIGTERM, how long a stopping graph waits before SIGKILL."""
 _GRAPH_KEYS = {"robot", "description", "bringup_package", "params_file", "arguments", "global_parameters", "nodes"}
 
 
@@ -74,6 +92,8 @@ class LaunchArgument:
     """Shown by ``ros2 launch --show-args`` and ``simdist launch --help``."""
     choices: tuple[str, ...] | None = None
     """Allowed values, or None for free text."""
+    path: bool = False
+    """A file or folder: a relative value is resolved against the starter's working directory."""
 
     def __post_init__(self) -> None:
         if self.choices is not None and self.default not in self.choices:
@@ -104,10 +124,19 @@ class NodeSpec:
     """Not a SimDist executable (e.g. rviz2): the pip starter skips it."""
     on_exit: str = "shutdown"
     """``shutdown`` (its exit stops the whole graph) or ``log`` (reported only)."""
+    respawn: bool = False
+    """Restart the node ``respawn_delay_s`` after it exits (unless the graph is stopping)."""
+    respawn_delay_s: float = 1.0
+    """Wait before a respawn."""
 
     def __post_init__(self) -> None:
         if self.on_exit not in ("shutdown", "log"):
             raise GraphError(f"node {self.name}: on_exit must be 'shutdown' or 'log', got {self.on_exit!r}")
+        if self.respawn and self.on_exit == "shutdown":
+            # ROS launch runs on_exit actions on every exit, respawned or not: the first exit would stop the graph.
+            raise GraphError(f"node {self.name}: respawn: true needs on_exit: log (a shutdown exit cannot respawn)")
+        if self.respawn_delay_s < 0:
+            raise GraphError(f"node {self.name}: respawn_delay_s must be >= 0, got {self.respawn_delay_s}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -130,6 +159,69 @@ class ResolvedNode:
     """Not one of ours (skipped by the pip starter)."""
     on_exit: str
     """``shutdown`` or ``log``."""
+    respawn: bool = False
+    """Restarted after ``respawn_delay_s`` when it exits."""
+    respawn_delay_s: float = 1.0
+    """Wait before a respawn."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProcessSpec:
+    """One process exactly as both starters start it: the shared intermediate representation.
+
+    ``launch_description`` turns it into a ``launch_ros.actions.Node``, the pip launcher into a command
+    line and a supervisor rule; a test compares the two translations field by field.
+    """
+
+    name: str
+    """ROS node name (``__node:=``)."""
+    package: str
+    """Package providing ``executable``."""
+    executable: str
+    """Console-script entry point name."""
+    params_file: str | None
+    """The robot's parameter YAML, loaded first (None for external tools, or when the file is absent)."""
+    parameters: dict[str, Any]
+    """Typed parameters loaded after ``params_file`` (global parameters, the node's, then extra ones)."""
+    remappings: tuple[tuple[str, str], ...]
+    """Topic remappings ``(from, to)``."""
+    arguments: tuple[str, ...]
+    """Command-line arguments before ``--ros-args``."""
+    external: bool
+    """Not a SimDist executable (rviz2): ``ros2 launch`` starts it, the pip starter cannot and skips it."""
+    on_exit: str
+    """``shutdown``: its exit stops the graph; ``log``: its exit is reported."""
+    respawn: bool
+    """Restarted ``respawn_delay_s`` after it exits, unless the graph is stopping."""
+    respawn_delay_s: float
+    """Wait before a respawn."""
+    sigterm_after_s: float = SHUTDOWN_GRACE_S
+    """On shutdown: SIGINT first, SIGTERM after this."""
+    sigkill_after_s: float = KILL_GRACE_S
+    """Then SIGKILL after this."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class LaunchPlan:
+    """What one start of a graph runs, for given launch arguments (see :meth:`Graph.plan`)."""
+
+    robot: str
+    """Robot of the graph."""
+    arguments: dict[str, str]
+    """Launch-argument values after defaults, checks and path resolution."""
+    processes: tuple[ProcessSpec, ...]
+    """The processes whose conditions hold, in file order."""
+
+    def process(self, name: str) -> ProcessSpec:
+        """The process called ``name``.
+
+        Raises:
+            GraphError: no such process in this plan.
+        """
+        for proc in self.processes:
+            if proc.name == name:
+                return proc
+        raise GraphError(f"no node {name!r} in this plan; nodes: {[p.name for p in self.processes]}")
 
 
 def _truthy(value: str, what: str) -> bool:
@@ -191,12 +283,51 @@ class Graph:
         by_name = {a.name: a for a in self.arguments}
         for key, value in (overrides or {}).items():
             if key not in by_name:
-                raise GraphError(f"unknown launch argument {key!r} for {self.robot}; valid: {sorted(by_name)}")
+                raise GraphError(f"unknown launch argument {key!r} for {self.robot}; valid: {sorted(by_name)}"
+                                 f"{did_you_mean(key, by_name)}")
             choices = by_name[key].choices
             if choices is not None and str(value) not in choices:
-                raise GraphError(f"launch argument {key}={value!r} not in {list(choices)}")
+                raise GraphError(f"launch argument {key}={value!r} not in {list(choices)}"
+                                 f"{did_you_mean(value, choices)}")
             values[key] = str(value)
         return values
+
+    def plan(self, overrides: Mapping[str, str] | None = None,
+             parameters: Mapping[str, Mapping[str, Any]] | None = None, share_dir: str | None = None,
+             cwd: Path | None = None) -> LaunchPlan:
+        """The processes one start of this graph runs: what ``ros2 launch`` and ``simdist launch`` both start.
+
+        Args:
+            overrides: launch-argument values over the defaults.
+            parameters: extra per-node parameters ``{node: {name: value}}``, applied last.
+            share_dir: what ``$(share)`` expands to (default: :func:`bringup_share_dir`).
+            cwd: what relative ``path`` arguments are resolved against (default: the working directory).
+
+        Raises:
+            GraphError: a bad argument, or parameters for a node this plan does not start.
+        """
+        values = self.argument_values(overrides)
+        base = Path.cwd() if cwd is None else cwd
+        for arg in self.arguments:
+            if arg.path and values[arg.name]:
+                path = Path(values[arg.name]).expanduser()
+                values[arg.name] = str(path if path.is_absolute() else base / path)
+        resolved = self.resolve(values, share_dir=share_dir)
+        extra = {k: dict(v) for k, v in (parameters or {}).items()}
+        names = [n.name for n in resolved]
+        unknown = sorted(set(extra) - set(names))
+        if unknown:
+            raise GraphError(f"parameters for nodes {unknown} that this graph does not start; nodes: {names}"
+                             f"{did_you_mean(unknown[0], names)}")
+        params_file = self.params_file_path()
+        return LaunchPlan(robot=self.robot, arguments=values, processes=tuple(
+            ProcessSpec(
+                name=n.name, package=n.package, executable=n.executable,
+                params_file=str(params_file) if params_file.is_file() and not n.external else None,
+                parameters={**n.parameters, **extra.get(n.name, {})}, remappings=n.remappings,
+                arguments=n.arguments, external=n.external, on_exit=n.on_exit, respawn=n.respawn,
+                respawn_delay_s=n.respawn_delay_s,
+            ) for n in resolved))
 
     def resolve(self, overrides: Mapping[str, str] | None = None, share_dir: str | None = None) -> list[ResolvedNode]:
         """The nodes to start for these argument values, with parameters substituted.
@@ -221,7 +352,8 @@ class Graph:
                 name=node.name, package=node.package, executable=node.executable, parameters=params,
                 remappings=tuple((k, str(_substitute(v, values))) for k, v in node.remappings.items()),
                 arguments=tuple(str(_substitute(a, values)) for a in node.arguments),
-                external=node.external, on_exit=node.on_exit,
+                external=node.external, on_exit=node.on_exit, respawn=node.respawn,
+                respawn_delay_s=node.respawn_delay_s,
             ))
         return out
 
@@ -244,7 +376,7 @@ def _substitute(value: Any, values: Mapping[str, str]) -> Any:  # noqa: ANN401  
     return value
 
 
-def create_key_files(nodes: list[ResolvedNode]) -> list[Path]:
+def create_key_files(nodes: list[ResolvedNode] | list[ProcessSpec]) -> list[Path]:
     """Create (or check and reuse) every key file the nodes' parameters name; returns their paths.
 
     Raises:
@@ -290,6 +422,7 @@ def _parse_node(raw: Mapping[str, Any], source: Path) -> NodeSpec:
         parameters=dict(raw.get("parameters") or {}), remappings=dict(raw.get("remappings") or {}),
         arguments=tuple(str(a) for a in raw.get("arguments") or ()),
         external=bool(raw.get("external", False)), on_exit=raw.get("on_exit", "shutdown"),
+        respawn=bool(raw.get("respawn", False)), respawn_delay_s=float(raw.get("respawn_delay_s", 1.0)),
     )
 
 
@@ -305,9 +438,14 @@ def parse_graph(data: Mapping[str, Any], source: Path | None = None) -> Graph:
     missing = {"robot", "bringup_package", "params_file", "nodes"} - set(data)
     if unknown or missing:
         raise GraphError(f"{source}: unknown keys {sorted(unknown)}, missing keys {sorted(missing)}")
+    for a in data.get("arguments") or ():
+        if set(a) - _ARGUMENT_KEYS or "name" not in a:
+            raise GraphError(f"{source}: argument {a.get('name')!r} has unknown keys {sorted(set(a) - _ARGUMENT_KEYS)} "
+                             f"or no name; valid: {sorted(_ARGUMENT_KEYS)}")
     arguments = tuple(
         LaunchArgument(name=a["name"], default=str(a.get("default", "")), description=a.get("description", ""),
-                       choices=tuple(str(c) for c in a["choices"]) if a.get("choices") else None)
+                       choices=tuple(str(c) for c in a["choices"]) if a.get("choices") else None,
+                       path=bool(a.get("path", False)))
         for a in data.get("arguments") or ()
     )
     return Graph(
@@ -327,7 +465,7 @@ def graph_path(robot: str) -> Path:
     path = GRAPHS_DIR / f"{robot}.yaml"
     if not path.is_file():
         available = sorted(p.stem for p in GRAPHS_DIR.glob("*.yaml"))
-        raise GraphError(f"no graph for robot {robot!r}; available: {available}")
+        raise GraphError(f"no graph for robot {robot!r}; available: {available}{did_you_mean(robot, available)}")
     return path
 
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from simdist_core.cliargs import ArgumentParser, check_list, check_positive, cli_main
 
 from simdist_ros import procmem
 from simdist_ros.runtime import EXECUTORS
@@ -209,18 +210,12 @@ def window_report(a: Snapshot, b: Snapshot) -> dict[str, Any]:
 
 
 def run_one(args: argparse.Namespace, executor: str, out: Path, checkpoint: Path,
-            label: str, extra: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """Start the graph with ``executor`` (and ``extra`` node parameters), measure one window, stop it."""
+            label: str, parameters: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Start the graph with ``executor`` and these node parameters (:func:`run_parameters`), measure, stop."""
     from simdist_ros.graph import load_graph
     from simdist_ros.launcher import GraphProcess
-    from simdist_ros.soak import node_overrides
-
     launch = {"sim": "true", "task": args.task, "checkpoint": str(checkpoint), "output_dir": str(out / label),
               "adapt": "false" if args.no_adapt else "true"}
-    parameters = node_overrides(args.set, args.rtf)  # NODE.NAME=VALUE pairs, as `simdist bench soak --set`
-    parameters["sim_robot"]["lockstep"] = args.lockstep
-    for node, values in extra.items():
-        parameters.setdefault(node, {}).update(values)
     graph = GraphProcess(load_graph(args.robot), launch, log_dir=out / label / "logs", parameters=parameters,
                          env={"SIMDIST_EXECUTOR": executor})
     monitor = Monitor(args.robot)
@@ -309,9 +304,8 @@ def format_table(reports: list[dict[str, Any]]) -> str:
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="simdist bench graph", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--robot", choices=("go2", "ur5e"), default="go2")
+    p = ArgumentParser(prog="simdist bench graph", description=__doc__.split("\n\n")[0])
+    p.add_argument("--robot", choices=("go2", "ur5e"), default="go2", help="robot whose graph runs")
     p.add_argument("--task", help="simulated task (default: the graph's default task, as the demo)")
     p.add_argument("--rtf", type=float, default=1.0, help="sim real-time factor")
     p.add_argument("--seconds", type=float, default=60.0, help="simulated seconds measured")
@@ -328,23 +322,36 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--output-dir", type=Path, help="default: runs/graph-bench-<robot>-<UTC time>")
     p.add_argument("--json", type=Path, help="write the reports here")
     ns = p.parse_args(argv)
-    from simdist_ros.graph import default_task
+    from simdist_ros.cli_checks import check_node_parameters, check_sim_task, checkpoint_or_default
+    from simdist_ros.graph import default_task, load_graph
 
-    ns.task = ns.task or default_task(ns.robot)
-    ns.executors = [e.strip() for e in ns.executor.split(",") if e.strip()]
-    bad = [e for e in ns.executors if e not in EXECUTORS]
-    if bad or not ns.executors:
-        p.error(f"--executor {ns.executor!r}: unknown {bad}; valid: {', '.join(EXECUTORS)}")
-    if ns.seconds <= 0 or ns.warmup_s < 0 or ns.rtf <= 0:
-        p.error(f"need --seconds > 0, --warmup-s >= 0, --rtf > 0; got {ns.seconds}, {ns.warmup_s}, {ns.rtf}")
-    if not ns.robot == ns.task.split("/")[0]:
-        p.error(f"--task {ns.task!r} is not a {ns.robot} task")
+    ns.task = check_sim_task(ns.robot, ns.task or default_task(ns.robot))
+    ns.executors = check_list("--executor", ns.executor, EXECUTORS)
+    check_positive("--seconds", ns.seconds)
+    check_positive("--warmup-s", ns.warmup_s, allow_zero=True)
+    check_positive("--rtf", ns.rtf)
     for pair in [*ns.set, *([ns.compare] if ns.compare else [])]:
         key, sep, _ = pair.partition("=")
         if not sep or "." not in key:
             p.error(f"--set/--compare {pair!r} is not NODE.NAME=VALUE")
     ns.configs = configurations(ns.executors, ns.compare)
+    ns.checkpoint = checkpoint_or_default(ns.checkpoint, ns.robot)
+    launch = {"sim": "true", "task": ns.task, "adapt": "false" if ns.no_adapt else "true"}
+    # Every run's whole parameter set, checked (and typed as the nodes declare them) before the first run starts.
+    ns.configs = [(label, executor, check_node_parameters(load_graph(ns.robot), launch, run_parameters(ns, extra)))
+                  for label, executor, extra in ns.configs]
     return ns
+
+
+def run_parameters(args: argparse.Namespace, extra: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Node parameters of one run: the real-time factor and lockstep, ``--set``, then the ``--compare`` value."""
+    from simdist_ros.soak import node_overrides
+
+    parameters = node_overrides(args.set, args.rtf)  # NODE.NAME=VALUE pairs, as `simdist bench soak --set`
+    parameters["sim_robot"]["lockstep"] = args.lockstep
+    for node, values in extra.items():
+        parameters.setdefault(node, {}).update(values)
+    return parameters
 
 
 def configurations(executors: list[str], compare: str | None) -> list[tuple[str, str, dict[str, dict[str, Any]]]]:
@@ -357,30 +364,27 @@ def configurations(executors: list[str], compare: str | None) -> list[tuple[str,
             for v in values.split(",") if v.strip()]
 
 
-def main(argv: list[str] | None = None) -> int:
+@cli_main("simdist bench graph")
+def main(argv: list[str]) -> int:
     """Entry point of ``simdist bench graph``."""
-    args = _parse(list(sys.argv[1:] if argv is None else argv))
+    args = _parse(argv)
     os.environ.setdefault("ROS_DOMAIN_ID", str(random.SystemRandom().randrange(1, 100)))
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     os.environ.setdefault("MUJOCO_GL", "egl")
     from simdist_ros.graph import GraphError
-    from simdist_ros.launcher import default_checkpoint
     from simdist_ros.soak import git_commit
 
-    checkpoint = args.checkpoint or default_checkpoint(args.robot)
-    if not (checkpoint / "manifest.json").is_file():
-        print(f"simdist bench graph: no checkpoint at {checkpoint}", file=sys.stderr)
-        return 2
+    checkpoint = args.checkpoint
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
     out = (args.output_dir or Path("runs") / f"graph-bench-{args.robot}-{stamp}").resolve()
     commit = git_commit()
     reports = []
-    for label, executor, extra in args.configs:
+    for label, executor, parameters in args.configs:
         print(f"[graph bench] {args.robot} on {args.task}, {label}, rtf {args.rtf:g}, "
               f"{'no adaptation' if args.no_adapt else 'replay buffer + finetuner'}; logs in {out / label}",
               flush=True)
         try:
-            reports.append(run_one(args, executor, out, checkpoint, label.replace(" ", "_"), extra))
+            reports.append(run_one(args, executor, out, checkpoint, label.replace(" ", "_"), parameters))
         except (GraphError, ValueError) as exc:  # e.g. --set for a node this graph does not start
             print(f"simdist bench graph: {exc}", file=sys.stderr)
             return 2

@@ -26,10 +26,11 @@ import argparse
 import json
 import os
 import random
-import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from simdist_core.cliargs import ArgumentParser, check_list, check_positive, cli_main
 
 from simdist_ros import procmem
 
@@ -112,8 +113,7 @@ def compare(task: str, local: dict[str, Any], graph: dict[str, Any]) -> dict[str
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="simdist bench parity", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = ArgumentParser(prog="simdist bench parity", description=__doc__.split("\n\n")[0])
     p.add_argument("--task", default="go2/flat,go2/foam", help="comma list of task ids (one robot)")
     p.add_argument("--episodes", type=int, default=30, help="episodes per task and side (the same seeds on both)")
     p.add_argument("--seconds", type=float, default=10.0, help="simulated seconds per episode at most")
@@ -123,13 +123,19 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--output-dir", type=Path, help="default: runs/parity-<UTC time>")
     p.add_argument("--json", type=Path, help="write the report here")
     ns = p.parse_args(argv)
-    ns.tasks = [t.strip() for t in ns.task.split(",") if t.strip()]
+    from simdist_core.sim.base import task_ids
+
+    ns.tasks = check_list("--task", ns.task, task_ids())
     robots = {t.split("/")[0] for t in ns.tasks}
-    if not ns.tasks or len(robots) != 1 or not robots <= {"go2", "ur5e"}:
+    if len(robots) != 1:
         p.error(f"--task {ns.task!r}: give tasks of one robot, e.g. go2/flat,go2/foam")
-    if ns.episodes < 1 or ns.seconds <= 0 or ns.rtf <= 0:
-        p.error("need --episodes >= 1, --seconds > 0 and --rtf > 0")
+    for option, value in (("--episodes", ns.episodes), ("--seconds", ns.seconds), ("--rtf", ns.rtf)):
+        check_positive(option, value)
+    check_positive("--warmup-s", ns.warmup_s, allow_zero=True)
     ns.robot = robots.pop()
+    from simdist_ros.cli_checks import checkpoint_or_default
+
+    ns.checkpoint = checkpoint_or_default(ns.checkpoint, ns.robot)
     return ns
 
 
@@ -157,22 +163,19 @@ def format_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
+@cli_main("simdist bench parity")
+def main(argv: list[str]) -> int:
     """Entry point of ``simdist bench parity``."""
-    args = _parse(list(sys.argv[1:] if argv is None else argv))
+    args = _parse(argv)
     os.environ.setdefault("ROS_DOMAIN_ID", str(random.SystemRandom().randrange(1, 100)))
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     os.environ.setdefault("MUJOCO_GL", "egl")
     import torch
 
-    from simdist_ros.launcher import default_checkpoint
     from simdist_ros.soak import git_commit
 
     torch.set_num_threads(1)  # as the planner node: one torch thread
-    checkpoint = args.checkpoint or default_checkpoint(args.robot)
-    if not (checkpoint / "manifest.json").is_file():
-        print(f"simdist bench parity: no checkpoint at {checkpoint}", file=sys.stderr)
-        return 2
+    checkpoint = args.checkpoint
     out = (args.output_dir or Path("runs") / time.strftime("parity-%Y%m%d-%H%M%S", time.gmtime())).resolve()
     commit = git_commit()
     rows = []

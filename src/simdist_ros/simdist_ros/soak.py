@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from simdist_core.cliargs import ArgumentParser, UsageError, check_positive, cli_main
 
 from simdist_ros import procmem
 from simdist_ros.procmem import MIB
@@ -171,18 +172,18 @@ def random_checkpoint(robot: str, path: Path) -> Path:
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="simdist bench soak", description=__doc__.split("\n\n")[0])
-    p.add_argument("--robot", choices=ROBOTS, default="go2")
-    p.add_argument("--minutes", type=float, default=5.0, help="wall minutes to run (default 5)")
-    p.add_argument("--warmup-s", type=float, default=60.0, help="wall seconds before 'start' RSS (default 60)")
-    p.add_argument("--sample-s", type=float, default=2.0, help="sampling period in wall seconds (default 2)")
+    p = ArgumentParser(prog="simdist bench soak", description=__doc__.split("\n\n")[0])
+    p.add_argument("--robot", choices=ROBOTS, default="go2", help="robot whose graph runs")
+    p.add_argument("--minutes", type=float, default=5.0, help="wall minutes to run")
+    p.add_argument("--warmup-s", type=float, default=60.0, help="wall seconds before 'start' RSS")
+    p.add_argument("--sample-s", type=float, default=2.0, help="sampling period in wall seconds")
     p.add_argument("--checkpoint", type=Path, help="default: checkpoints/<robot> at the repo root")
     p.add_argument("--random-init", action="store_true",
                    help="no trained checkpoint: save and use a randomly initialised model (the robot falls a lot)")
     p.add_argument("--task", help="simulated task (default: the graph's, as the demo)")
     p.add_argument("--record", action="store_true", help="also run the rosbag2 recorder")
     p.add_argument("--no-adapt", action="store_true", help="no replay buffer / finetuner")
-    p.add_argument("--rtf", type=float, default=0.25, help="sim real-time factor (default 0.25, as the demo)")
+    p.add_argument("--rtf", type=float, default=0.25, help="sim real-time factor (as the demo)")
     p.add_argument("--set", action="append", default=[], metavar="NODE.NAME=VALUE",
                    help="node parameter override (YAML value), e.g. finetuner.min_new_steps=500")
     p.add_argument("--output-dir", type=Path, help="default: runs/soak-<robot>-<UTC time>")
@@ -194,18 +195,36 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     return ns
 
 
+def validate(args: argparse.Namespace) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
+    """Launch arguments (checkpoint and output folder left to the caller) and typed node parameters.
+
+    Raises:
+        UsageError: bad rtf, task, checkpoint or ``--set``.
+    """
+    from simdist_ros.cli_checks import check_node_parameters, check_sim_task, checkpoint_or_default
+    from simdist_ros.graph import default_task, load_graph
+
+    check_positive("--rtf", args.rtf)
+    task = check_sim_task(args.robot, args.task or default_task(args.robot))
+    if not args.random_init:  # a random model is written into the output folder once the run starts
+        checkpoint_or_default(args.checkpoint, args.robot)
+    launch = {"sim": "true", "task": task, "adapt": "false" if args.no_adapt else "true",
+              "record": "true" if args.record else "false"}
+    return launch, check_node_parameters(load_graph(args.robot), launch, node_overrides(args.set, args.rtf))
+
+
 def node_overrides(pairs: list[str], rtf: float) -> dict[str, dict[str, Any]]:
     """Per-node parameters ``{node: {name: value}}``: the sim's real-time factor, then ``NODE.NAME=VALUE`` pairs.
 
     Raises:
-        ValueError: a pair that is not ``NODE.NAME=VALUE``.
+        UsageError: (a ValueError) a pair that is not ``NODE.NAME=VALUE``.
     """
     out: dict[str, dict[str, Any]] = {"sim_robot": {"real_time_factor": rtf}}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         node, dot, name = key.partition(".")
         if not sep or not dot or not node or not name:
-            raise ValueError(f"--set {pair!r} is not NODE.NAME=VALUE (e.g. finetuner.min_new_steps=500)")
+            raise UsageError(f"--set {pair!r} is not NODE.NAME=VALUE (e.g. finetuner.min_new_steps=500)")
         out.setdefault(node, {})[name] = yaml.safe_load(value)
     return out
 
@@ -292,33 +311,25 @@ def build_report(args: argparse.Namespace, series: dict[str, Series], monitor: S
                            for s in [*series.values(), monitor]}}
 
 
-def main(argv: list[str] | None = None) -> int:
+@cli_main("simdist bench soak")
+def main(argv: list[str]) -> int:
     """Entry point of ``simdist bench soak``."""
-    args = _parse(list(sys.argv[1:] if argv is None else argv))
+    args = _parse(argv)
+    launch, parameters = validate(args)
     # A private DDS domain (unless set): other graphs on this machine must not feed ours.
     os.environ.setdefault("ROS_DOMAIN_ID", str(random.SystemRandom().randrange(1, 100)))
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     os.environ.setdefault("MUJOCO_GL", "egl")
-    from simdist_ros.graph import GraphError, default_task, load_graph
+    from simdist_ros.graph import load_graph
     from simdist_ros.launcher import GraphProcess, default_checkpoint
 
     out = (args.output_dir or Path("runs") / time.strftime(f"soak-{args.robot}-%Y%m%d-%H%M%S", time.gmtime())).resolve()
     checkpoint = args.checkpoint or default_checkpoint(args.robot)
     if args.random_init:
         checkpoint = random_checkpoint(args.robot, out / "random_init")
-    if not (checkpoint / "manifest.json").is_file():
-        print(f"simdist bench soak: no checkpoint at {checkpoint}; pass --checkpoint or --random-init", file=sys.stderr)
-        return 2
-    launch = {"sim": "true", "task": args.task or default_task(args.robot), "checkpoint": str(checkpoint),
-              "output_dir": str(out), "adapt": "false" if args.no_adapt else "true",
-              "record": "true" if args.record else "false"}
-    try:
-        graph = GraphProcess(load_graph(args.robot), launch, log_dir=out / "logs",
-                             parameters=node_overrides(args.set, args.rtf))
-        series = {n.name: Series(n.name, *node_bound(n.executable)) for n in graph.nodes}
-    except (GraphError, ValueError) as exc:
-        print(f"simdist bench soak: {exc}", file=sys.stderr)
-        return 2
+    launch.update(checkpoint=str(checkpoint), output_dir=str(out))
+    graph = GraphProcess(load_graph(args.robot), launch, log_dir=out / "logs", parameters=parameters)
+    series = {n.name: Series(n.name, *node_bound(n.executable)) for n in graph.nodes}
     monitor = Series("soak monitor", __name__, None)
     print(f"simdist bench soak: {args.robot} on {launch['task']}, {args.minutes:g} wall minutes, nodes "
           f"{list(series)}, checkpoint {checkpoint}, logs in {out / 'logs'}", flush=True)

@@ -16,13 +16,13 @@ progress and falls per minute per terrain; UR5e: success rate per task).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
+
+from simdist_core.cliargs import ArgumentParser, check_choice, check_positive, cli_main
 
 DEFAULT_TASK = {"go2": "pretrain", "ur5e": "peg"}
 """Task whose generation speed is measured (the pretraining data of each robot)."""
@@ -94,20 +94,26 @@ def _table(result: dict) -> str:
     return "\n".join(lines)
 
 
+@cli_main("simdist bench generate")
 def main(argv: list[str]) -> int:
     """Entry point of ``simdist bench generate``."""
-    p = argparse.ArgumentParser(prog="simdist bench generate", description=__doc__.split("\n")[0])
-    p.add_argument("--robot", required=True, choices=sorted(DEFAULT_TASK))
+    p = ArgumentParser(prog="simdist bench generate", description=__doc__.split("\n")[0])
+    p.add_argument("--robot", required=True, choices=sorted(DEFAULT_TASK), help="robot to measure")
     p.add_argument("--json", required=True, type=Path, help="where to write the results")
     p.add_argument("--seconds", type=float, default=20.0, help="wall time of the throughput run")
     p.add_argument("--task", default=None, help="task of the throughput run (default: go2 pretrain, ur5e peg)")
-    p.add_argument("--expert-episodes", type=int, default=3)
+    p.add_argument("--expert-episodes", type=int, default=3, help="episodes per task of the expert scores")
     p.add_argument("--expert-seconds", type=float, default=20.0, help="Go2 episode length for expert scores")
-    p.add_argument("--skip-expert", action="store_true")
+    p.add_argument("--skip-expert", action="store_true", help="throughput only")
     args = p.parse_args(argv)
-    if args.seconds <= 0 or args.expert_episodes < 1:
-        print("simdist bench generate: --seconds must be > 0 and --expert-episodes >= 1", file=sys.stderr)
-        return 2
+    check_positive("--seconds", args.seconds)
+    check_positive("--expert-episodes", args.expert_episodes)
+    check_positive("--expert-seconds", args.expert_seconds)
+    if args.task is not None:
+        from simdist_core.sim.base import task_ids
+
+        tasks = [t.split("/", 1)[1] for t in task_ids() if t.startswith(args.robot + "/")]
+        check_choice("--task", args.task, tasks, f"a {args.robot} task")
     throughput = measure_throughput(args.robot, args.task or DEFAULT_TASK[args.robot], args.seconds)
     expert = {} if args.skip_expert else measure_experts(args.robot, args.expert_episodes, args.expert_seconds)
     result = {

@@ -57,6 +57,32 @@ def list_shards(root: Path) -> list[Path]:
     return sorted(p for p in root.iterdir() if p.is_dir() and p.name.startswith("shard-")) if root.is_dir() else []
 
 
+def is_dataset(root: Path) -> bool:
+    """Whether ``root`` holds at least one sealed chunk (what :class:`Dataset` opens); cheap, reads no data."""
+    return any(list_chunks(shard) for shard in list_shards(Path(root)))
+
+
+def check_dataset(what: str, root: Path, robot: str | None = None) -> Path:
+    """A dataset folder given on the command line: it exists, holds sealed chunks and (if it says) is of ``robot``.
+
+    Raises:
+        UsageError: naming the option, the path and what is wrong.
+    """
+    import json
+
+    from simdist_core.cliargs import UsageError, check_existing_path
+
+    check_existing_path(what, root)
+    if not is_dataset(root):
+        raise UsageError(f"{what} {str(root)!r} holds no dataset (no sealed chunks); make one with `simdist generate`")
+    manifest = Path(root) / "dataset.json"
+    if robot is not None and manifest.is_file():
+        made_for = json.loads(manifest.read_text()).get("config", {}).get("robot")
+        if made_for not in (None, robot):
+            raise UsageError(f"{what} {str(root)!r} is a {made_for} dataset, not {robot}")
+    return Path(root)
+
+
 class Dataset:
     """All sealed chunks under a folder, memory-mapped.
 

@@ -37,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from simdist_core.cliargs import ArgumentParser, UsageError, check_choice, check_positive, cli_main
 from simdist_core.config import apply_overrides, parse_overrides, to_dict
 from simdist_core.data.chunks import ChunkWriter, list_chunks, read_meta
 from simdist_core.data.rollout import BehaviourConfig, branch_expert_episodes, run_episode
@@ -62,16 +63,23 @@ class GenerateConfig:
     """Everything that determines the generated data (stored in ``dataset.json``)."""
 
     robot: str
+    """Robot name (``--robot``)."""
     task: str
+    """Task name without the robot (``--task``); the task id is ``<robot>/<task>``."""
     steps: int
     """Total rows over all shards (each shard stops at the first episode end past its share)."""
     seed: int = 0
+    """Seed of the run (``--seed``); episode ``i`` of shard ``s`` depends only on (seed, s, i)."""
     num_shards: int = 1
+    """Shards of the run (``--num-shards``, default ``--workers``)."""
     chunk_steps: int = 4096
     """Minimum rows per chunk (chunks are sealed at episode ends)."""
     env_overrides: tuple[tuple[str, str], ...] = ()
+    """Task ``--set`` overrides, sorted ``(key, value)`` pairs."""
     behaviour: BehaviourConfig = field(default_factory=BehaviourConfig)
+    """Who drives each episode and how it is perturbed."""
     value: ValueFitConfig = field(default_factory=ValueFitConfig)
+    """Fit of the expert value function that labels the rows."""
 
     def __post_init__(self) -> None:
         if self.steps < 1 or self.num_shards < 1 or self.chunk_steps < 1:
@@ -238,46 +246,77 @@ def build_config(args: argparse.Namespace) -> GenerateConfig:
                          num_shards=args.num_shards or max(args.workers, 1), env_overrides=env_overrides)
     if args.chunk_steps is not None:
         data_keys["chunk_steps"] = str(args.chunk_steps)
-    return apply_overrides(cfg, data_keys)
+    return apply_overrides(cfg, data_keys, key_prefix="data.")
+
+
+def validate(args: argparse.Namespace) -> GenerateConfig:
+    """The run's config, every flag checked before anything is written (``--out`` is not created here).
+
+    Raises:
+        UsageError: a bad flag, task, ``--set`` key or value, shard, or a ``--out`` that holds another run.
+    """
+    from simdist_core.sim.base import task_config, task_ids
+
+    tasks = [t.split("/", 1)[1] for t in task_ids() if t.startswith(args.robot + "/")]
+    check_choice("--task", args.task, tasks, f"a {args.robot} task")
+    check_positive("--steps", args.steps)
+    check_positive("--workers", args.workers)
+    try:
+        cfg = build_config(args)
+        task_config(cfg.task_id, dict(cfg.env_overrides))  # the env's own keys and values, without building it
+    except (KeyError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    if args.shard is not None and not 0 <= args.shard < cfg.num_shards:
+        raise UsageError(f"--shard {args.shard} is outside [0, {cfg.num_shards}) (--num-shards {cfg.num_shards})")
+    if args.out.exists() and not args.out.is_dir():
+        raise UsageError(f"--out {str(args.out)!r} is a file, not a dataset folder")
+    manifest = args.out / "dataset.json"
+    if manifest.is_file() and json.loads(manifest.read_text()).get("config") != to_dict(cfg):
+        raise UsageError(f"--out {str(args.out)!r} was generated with a different configuration (see {manifest}); "
+                         "use a new --out, or the same flags to resume")
+    return cfg
+
+
+def _data_keys_help(_ns: argparse.Namespace) -> str:
+    from simdist_core.config_show import describe, task_keys_text
+
+    task = f"{_ns.robot}/{_ns.task}" if _ns.robot and _ns.task else None
+    return task_keys_text(task) + "\n\n" + describe("generate")
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="simdist generate", description=__doc__.split("\n")[0])
-    p.add_argument("--robot", required=True, choices=["go2", "ur5e"])
+    p = ArgumentParser(prog="simdist generate", description=__doc__.split("\n")[0],
+                       key_help={"--set": _data_keys_help})
+    p.add_argument("--robot", required=True, choices=["go2", "ur5e"], help="robot to simulate")
     p.add_argument("--task", required=True, help="task name; the task id is <robot>/<task>")
     p.add_argument("--steps", required=True, type=int, help="total rows over all shards")
-    p.add_argument("--out", required=True, type=Path)
-    p.add_argument("--workers", type=int, default=1)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", required=True, type=Path, help="dataset folder (created; rerun the same command to resume)")
+    p.add_argument("--workers", type=int, default=1, help="worker processes, one core each")
+    p.add_argument("--seed", type=int, default=0, help="seed of the run")
     p.add_argument("--shard", type=int, default=None, help="run only this shard (for multi-machine runs)")
     p.add_argument("--num-shards", type=int, default=None, help="total shards of the run (default: --workers)")
-    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="env override, or data.<field>=...")
-    p.add_argument("--chunk-steps", type=int, default=None)
+    p.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="task override, or data.<field>=... for the generator (`--set help` lists the keys)")
+    p.add_argument("--chunk-steps", type=int, default=None, help="minimum rows per chunk (default 4096)")
     p.add_argument("--no-fsync", action="store_true", help="skip fsync (faster on slow disks; not crash-safe)")
     return p
 
 
+@cli_main("simdist generate")
 def main(argv: list[str]) -> int:
     """Entry point of ``simdist generate``."""
+    args = _parser().parse_args(argv)
+    cfg = validate(args)
     import torch
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     torch.set_num_threads(1)  # the value fit is small; workers use one core each
-    args = _parser().parse_args(argv)
-    try:
-        cfg = build_config(args)
-    except ValueError as exc:
-        print(f"simdist generate: {exc}", file=sys.stderr)
-        return 2
-    if args.shard is not None and not 0 <= args.shard < cfg.num_shards:
-        print(f"simdist generate: --shard {args.shard} outside [0, {cfg.num_shards})", file=sys.stderr)
-        return 2
     print(json.dumps(to_dict(cfg), indent=1))
     shards = [args.shard] if args.shard is not None else list(range(cfg.num_shards))
     t0 = time.perf_counter()
     try:
         added = run(cfg, args.out, shards, args.workers, fsync=not args.no_fsync)
-    except (ValueError, KeyError, RuntimeError) as exc:  # bad task/override, config mismatch, unresumable shard
+    except (ValueError, KeyError, RuntimeError) as exc:  # config mismatch found late, unresumable shard
         print(f"simdist generate: {exc}", file=sys.stderr)
         return 2
     elapsed = time.perf_counter() - t0

@@ -48,6 +48,7 @@ class BehaviourConfig:
     weak_skill_min: float = 0.3
     """Weak policies draw skill =U(weak_skill_min, weak_skill_max) per episode."""
     weak_skill_max: float = 0.9
+    """Upper end of the weak policies' skill draw (below 1, the expert)."""
     max_episode_steps: int = 100_000
     """Safety cap (envs truncate at their own time limit long before)."""
     perturbation: PerturbationConfig = field(default_factory=PerturbationConfig)

@@ -66,7 +66,9 @@ class ValueFitConfig:
     train_steps: int = 1500
     """Adam steps per fit round."""
     batch_size: int = 1024
+    """States per Adam step."""
     lr: float = 1e-3
+    """Adam learning rate."""
     bootstrap_rounds: int = 3
     """Refits with truncated tails bootstrapped from the previous fit (0 = plain Monte Carlo)."""
     branch_states: int = 64

@@ -38,7 +38,16 @@ from typing import Any
 import numpy as np
 import torch
 
-from simdist_core.config import apply_overrides, parse_overrides, to_dict
+from simdist_core.cliargs import (
+    ArgumentParser,
+    UsageError,
+    check_choice,
+    check_list,
+    check_positive,
+    checkpoint_dir,
+    cli_main,
+)
+from simdist_core.config import apply_cli_overrides, apply_overrides, parse_overrides, to_dict
 from simdist_core.data.dataset import Dataset
 from simdist_core.data.sampler import WindowSampler
 from simdist_core.eval.closed_loop import EvalConfig, evaluate, make_planner, task_metric_name
@@ -297,44 +306,88 @@ def plot(report: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
+def _task_keys_help(ns: argparse.Namespace) -> str:
+    from simdist_core.config_show import task_keys_text
+
+    return task_keys_text(ns.task, "--env")
+
+
+def _planner_keys_help(_ns: argparse.Namespace) -> str:
+    from simdist_core.config_show import describe
+
+    return describe(f"planner/{AdaptationConfig().preset}") + "\n(the preset is --set preset=NAME)"
+
+
+def _config_keys_help(_ns: argparse.Namespace) -> str:
+    from simdist_core.config_show import describe
+
+    return describe("adaptation")
+
+
 def _parse(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="simdist bench adaptation", description=__doc__.splitlines()[0])
-    parser.add_argument("--task", default="go2/ptfe_slope")
+    parser = ArgumentParser(prog="simdist bench adaptation", description=__doc__.splitlines()[0],
+                            key_help={"--set": _config_keys_help, "--env": _task_keys_help,
+                                      "--planner": _planner_keys_help})
+    parser.add_argument("--task", default="go2/ptfe_slope", help="the shifted task")
     parser.add_argument("--checkpoint", type=Path, help="pretrained checkpoint (default: checkpoints/<robot>)")
     parser.add_argument("--minutes", default="0,1,2,4", help="cumulative minutes of experience, e.g. 0,5,10,20,30")
-    parser.add_argument("--methods", default="dynamics_only,full_finetune")
+    parser.add_argument("--methods", default="dynamics_only,full_finetune",
+                        help=f"comma list of: {', '.join(METHODS)}")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="AdaptationConfig override, e.g. eval_episodes=2, finetune.steps=200")  # fmt: skip
-    parser.add_argument("--env", dest="env_set", action="append", default=[], metavar="KEY=VALUE")
-    parser.add_argument("--planner", dest="planner_set", action="append", default=[], metavar="KEY=VALUE")
+                        help="AdaptationConfig override, e.g. eval_episodes=2, finetune.steps=200 "
+                             "(`--set help` lists the keys)")  # fmt: skip
+    parser.add_argument("--env", dest="env_set", action="append", default=[], metavar="KEY=VALUE",
+                        help="task override (`--env help` lists the task's keys)")
+    parser.add_argument("--planner", dest="planner_set", action="append", default=[], metavar="KEY=VALUE",
+                        help="planner override (`--planner help` lists the keys)")
     parser.add_argument("--workdir", type=Path, help="where experience is stored (default: next to --json)")
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--json", type=Path, required=True)
-    parser.add_argument("--plot", type=Path)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads")
+    parser.add_argument("--json", type=Path, required=True, help="write the report here")
+    parser.add_argument("--plot", type=Path, help="also draw the curves into this PNG")
     return parser.parse_args(argv)
 
 
-def main(argv: list[str]) -> int:
-    """Entry point of ``simdist bench adaptation``."""
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    args = _parse(argv)
-    torch.set_num_threads(args.threads)
-    from simdist_core.checkpoint import load_checkpoint
+def validate(args: argparse.Namespace) -> tuple[AdaptationConfig, tuple[str, ...], Path, Path]:
+    """Config, methods, checkpoint and workdir, checked before anything is loaded or written.
 
+    Raises:
+        UsageError: a bad task, method, ``--minutes``, ``--set``/``--env``/``--planner`` key or value,
+            a missing checkpoint or a workdir that holds something.
+    """
+    from simdist_core.planning.mppi import PRESETS, planner_preset
+    from simdist_core.sim.base import task_config
+
+    check_positive("--threads", args.threads)
+    methods = tuple(check_list("--methods", args.methods, METHODS))
     overrides = parse_overrides(args.overrides)
     overrides["task"], overrides["minutes"] = args.task, args.minutes
-    cfg = apply_overrides(AdaptationConfig(), overrides)
-    checkpoint = args.checkpoint or Path(__file__).resolve().parents[4] / "checkpoints" / args.task.split("/")[0]
-    model, _ = load_checkpoint(checkpoint)
+    cfg = apply_cli_overrides(AdaptationConfig(), overrides)
+    try:
+        task_config(cfg.task, parse_overrides(args.env_set))
+    except (KeyError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    check_choice("--set preset", cfg.preset, sorted(PRESETS))
+    apply_cli_overrides(planner_preset(cfg.preset), args.planner_set)
+    checkpoint = args.checkpoint or Path(__file__).resolve().parents[4] / "checkpoints" / cfg.task.split("/")[0]
+    checkpoint_dir("--checkpoint", checkpoint)
     workdir = args.workdir or args.json.with_name(args.json.stem + "_work")
     if workdir.exists() and any(workdir.iterdir()):
-        print(f"simdist bench adaptation: workdir {workdir} is not empty; pass a fresh --workdir", file=sys.stderr)
-        return 2
-    methods = tuple(m for m in args.methods.split(",") if m)
-    unknown = sorted(set(methods) - set(METHODS))
-    if unknown:
-        print(f"unknown methods {unknown}; valid: {sorted(METHODS)}", file=sys.stderr)
-        return 2
+        raise UsageError(f"--workdir {str(workdir)!r} is not empty; pass a fresh --workdir")
+    return cfg, methods, checkpoint, workdir
+
+
+@cli_main("simdist bench adaptation")
+def main(argv: list[str]) -> int:
+    """Entry point of ``simdist bench adaptation``."""
+    args = _parse(argv)
+    cfg, methods, checkpoint, workdir = validate(args)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    torch.set_num_threads(args.threads)
+    from simdist_core.checkpoint import load_for_cli
+
+    model, _ = load_for_cli("--checkpoint", checkpoint)
+    if model.spec.name != cfg.task.split("/")[0]:
+        raise UsageError(f"--task {cfg.task!r} is not a task of --checkpoint {str(checkpoint)!r} ({model.spec.name})")
     bench = Benchmark(model, cfg, workdir, parse_overrides(args.env_set), parse_overrides(args.planner_set))
     report = bench.run(methods)
     report["checkpoint"] = str(checkpoint)

@@ -20,8 +20,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from simdist_core.config import apply_overrides, parse_overrides, to_dict
+from simdist_core.cliargs import ArgumentParser, UsageError, check_positive, checkpoint_dir, cli_main
+from simdist_core.config import apply_cli_overrides, apply_overrides, parse_overrides, to_dict
 from simdist_core.eval.rollout import EpisodeStats, run_episode, summarise
+from simdist_core.planning.mppi import PRESETS, planner_preset
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +71,7 @@ def headline(summary: dict[str, float], task: str) -> dict[str, float]:
 def make_planner(model: torch.nn.Module, manifest: Any, preset: str, overrides: dict[str, str], seed: int) -> Any:  # noqa: ANN401
     """MPPIPlanner from a preset name (or ``checkpoint``: the manifest's stored config) plus overrides."""
     from simdist_core.config import from_dict
-    from simdist_core.planning.mppi import MPPIPlanner, PlannerConfig, planner_preset
+    from simdist_core.planning.mppi import MPPIPlanner, PlannerConfig
 
     if preset == "checkpoint":
         stored = getattr(manifest, "planner_config", None)
@@ -126,38 +128,85 @@ def evaluate(
     }  # fmt: skip
 
 
+def _planner_keys_help(ns: argparse.Namespace) -> str:
+    from simdist_core.config_show import describe
+
+    return describe(f"planner/{ns.preset if ns.preset in PRESETS else 'cpu'}")
+
+
+def _task_keys_help(ns: argparse.Namespace) -> str:
+    from simdist_core.config_show import task_keys_text
+
+    return task_keys_text(ns.task)
+
+
 def _parse(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="simdist eval", description=__doc__.splitlines()[0])
-    parser.add_argument("--checkpoint", type=Path, required=True)
+    parser = ArgumentParser(prog="simdist eval", description=__doc__.splitlines()[0],
+                            key_help={"--set": _task_keys_help, "--planner": _planner_keys_help})
+    parser.add_argument("--checkpoint", type=Path, required=True, help="checkpoint directory")
     parser.add_argument("--task", required=True, help="task id, e.g. go2/flat, go2/ptfe_slope, ur5e/peg")
     parser.add_argument("--set", dest="env_set", action="append", default=[], metavar="KEY=VALUE",
-                        help="task config override (repeatable)")  # fmt: skip
+                        help="task config override, repeatable (`--set help` lists the task's keys)")  # fmt: skip
     parser.add_argument("--planner", dest="planner_set", action="append", default=[], metavar="KEY=VALUE",
-                        help="planner config override, e.g. --planner num_samples=64 (repeatable)")  # fmt: skip
-    parser.add_argument("--episodes", type=int, default=5)
+                        help="planner config override, e.g. --planner num_samples=64, repeatable "
+                             "(`--planner help` lists the keys)")  # fmt: skip
+    parser.add_argument("--episodes", type=int, default=5, help="episodes (seeds seed .. seed + episodes - 1)")
     parser.add_argument("--seconds", type=float, default=0.0, help="cap per episode in simulated seconds (0 = task)")
-    parser.add_argument("--preset", default="cpu", help="planner preset: cpu | reference | prior | checkpoint")
-    parser.add_argument("--seed", type=int, default=1000)
+    parser.add_argument("--preset", default="cpu", choices=["checkpoint", *sorted(PRESETS)],
+                        help="planner preset; checkpoint = the planner config stored beside the weights")
+    parser.add_argument("--seed", type=int, default=1000, help="first episode seed")
     parser.add_argument("--action-delay", type=int, default=0,
-                        help="control periods from observation to the step its action acts on (default 0)")
+                        help="control periods from observation to the step its action acts on")
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
     parser.add_argument("--json", type=Path, help="write the report here")
     return parser.parse_args(argv)
 
 
+def validate(args: argparse.Namespace) -> tuple[EvalConfig, dict[str, str], dict[str, str]]:
+    """The eval config and the task and planner overrides, checked before the checkpoint is loaded.
+
+    Raises:
+        UsageError: a bad task, ``--set`` or ``--planner`` key or value, preset, count or checkpoint path.
+    """
+    from simdist_core.sim.base import task_config
+
+    check_positive("--threads", args.threads)
+    check_positive("--episodes", args.episodes)
+    check_positive("--seconds", args.seconds, allow_zero=True)
+    check_positive("--action-delay", args.action_delay, allow_zero=True)
+    env_overrides, planner_overrides = parse_overrides(args.env_set), parse_overrides(args.planner_set)
+    try:
+        cfg = EvalConfig(task=args.task, episodes=args.episodes, seconds=args.seconds, seed=args.seed,
+                         preset=args.preset, action_delay=args.action_delay)
+        task_config(args.task, env_overrides)  # task id, keys and values, without building the simulator
+    except (KeyError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    if args.preset != "checkpoint":  # a stored planner config is checked once the checkpoint is read
+        apply_cli_overrides(planner_preset(args.preset), planner_overrides)
+    checkpoint_dir("--checkpoint", args.checkpoint)
+    return cfg, env_overrides, planner_overrides
+
+
+@cli_main("simdist eval")
 def main(argv: list[str]) -> int:
     """Entry point of ``simdist eval``; returns the process exit code."""
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     args = _parse(argv)
+    cfg, env_overrides, planner_overrides = validate(args)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     torch.set_num_threads(args.threads)
-    from simdist_core.checkpoint import load_checkpoint
+    from simdist_core.checkpoint import load_for_cli
 
-    model, manifest = load_checkpoint(args.checkpoint)
+    model, manifest = load_for_cli("--checkpoint", args.checkpoint)
     model.eval().requires_grad_(False)
-    cfg = EvalConfig(task=args.task, episodes=args.episodes, seconds=args.seconds, seed=args.seed, preset=args.preset,
-                     action_delay=args.action_delay)
-    report = evaluate(model, cfg, env_overrides=parse_overrides(args.env_set), manifest=manifest,
-                      planner_overrides=parse_overrides(args.planner_set))  # fmt: skip
+    robot = cfg.task.split("/")[0]
+    if robot != model.spec.name:
+        raise UsageError(f"--task {cfg.task!r} is a {robot} task but --checkpoint {str(args.checkpoint)!r} is for "
+                         f"{model.spec.name}")
+    try:
+        planner = make_planner(model, manifest, cfg.preset, planner_overrides, cfg.seed)
+    except (KeyError, ValueError) as exc:  # --preset checkpoint without a stored config, or a bad --planner key
+        raise UsageError(str(exc).strip("'\"")) from None
+    report = evaluate(model, cfg, env_overrides=env_overrides, planner=planner, manifest=manifest)
     report["checkpoint"] = str(args.checkpoint)
     metric = report["metric"]
     print(f"{cfg.task}: {metric} = {report[metric]:.3f} over {cfg.episodes} episodes"

@@ -7,7 +7,6 @@ its load, which are recorded.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import os
@@ -19,11 +18,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from simdist_core.checkpoint import load_checkpoint
+from simdist_core.checkpoint import load_for_cli
+from simdist_core.cliargs import ArgumentParser, check_positive, checkpoint_dir, cli_main
 from simdist_core.config import to_dict
 from simdist_core.models.world_model import Latent, WorldModel, WorldModelConfig
 from simdist_core.planning.mppi import PRESETS, MPPIPlanner
 from simdist_core.robots import ROBOTS, RobotSpec
+from simdist_core.training.common import check_device
 
 
 def cpu_model() -> str:
@@ -150,26 +151,29 @@ def run_bench(
     }
 
 
-def main(argv: list[str] | None = None) -> int:
+@cli_main("simdist bench planner")
+def main(argv: list[str]) -> int:
     """``simdist bench planner --preset cpu --device cpu --json out.json [--ticks N] [--robot go2]``."""
-    parser = argparse.ArgumentParser(prog="simdist bench planner", description=__doc__)
-    parser.add_argument("--preset", choices=sorted(PRESETS), default="cpu")
+    parser = ArgumentParser(prog="simdist bench planner", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--preset", choices=sorted(PRESETS), default="cpu", help="planner preset")
     parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     parser.add_argument("--json", type=Path, default=None, help="write the record here")
-    parser.add_argument("--ticks", type=int, default=200)
+    parser.add_argument("--ticks", type=int, default=200, help="timed planner ticks")
     parser.add_argument("--warmup", type=int, default=3, help="untimed ticks first (allocations, kernel choice)")
     parser.add_argument("--robot", choices=sorted(ROBOTS), default="go2", help="ignored with --checkpoint")
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (the planner node uses 1)")
     parser.add_argument("--checkpoint", type=Path, default=None, help="bench this checkpoint's model instead")
     args = parser.parse_args(argv)
-    if args.device.startswith("cuda") and not torch.cuda.is_available():
-        parser.error(f"--device {args.device}: CUDA is not available in this torch build ({torch.__version__})")
-    if args.ticks < 1:
-        parser.error(f"--ticks must be >= 1, got {args.ticks}")
+    check_device("--device", args.device)
+    check_positive("--ticks", args.ticks)
+    check_positive("--warmup", args.warmup, allow_zero=True)
+    check_positive("--threads", args.threads)
+    if args.checkpoint is not None:
+        checkpoint_dir("--checkpoint", args.checkpoint)
     torch.set_num_threads(args.threads)
     model = None
     if args.checkpoint is not None:
-        model = load_checkpoint(args.checkpoint)[0]
+        model = load_for_cli("--checkpoint", args.checkpoint)[0]
     record = run_bench(args.preset, args.device, args.ticks, args.robot, warmup=args.warmup, model=model)
     print(f"planner benchmark ({record['model_weights']}, {record['model_parameters']:,} parameters, "
           f"config {record['model_config']})")

@@ -57,22 +57,71 @@ EnvBuilder = Callable[[Mapping[str, str] | None], RobotEnv]
 TASKS: dict[str, EnvBuilder] = {}
 """Registry: task id ``"<robot>/<task>"`` -> builder. Filled by the robot modules on import."""
 
+TASK_CONFIGS: dict[str, Callable[[], Any]] = {}
+"""Registry: task id -> a fresh default config of the task (the typed dataclass ``--set`` overrides)."""
 
-def register_task(task_id: str, builder: EnvBuilder) -> None:
-    """Add a task to the registry (called at import time by each robot's task module)."""
+
+class UnknownTaskError(KeyError):
+    """A task id that is not registered; the message lists the valid ones and suggests the closest."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])  # KeyError would print the message in quotes
+
+
+def register_task(task_id: str, builder: EnvBuilder, config: Callable[[], Any]) -> None:
+    """Add a task to the registry (called at import time by each robot's task module).
+
+    Args:
+        task_id: ``"<robot>/<task>"``.
+        builder: builds the env from overrides.
+        config: returns the task's default config (what ``simdist config show <task>`` lists).
+    """
     if task_id in TASKS:
         raise ValueError(f"task {task_id!r} registered twice")
     TASKS[task_id] = builder
+    TASK_CONFIGS[task_id] = config
+
+
+def task_ids() -> list[str]:
+    """Every registered task id, sorted."""
+    import simdist_core.sim.tasks  # noqa: F401  (imports every robot's task module)
+
+    return sorted(TASKS)
+
+
+def check_task(task_id: str) -> str:
+    """``task_id`` if it is registered.
+
+    Raises:
+        UnknownTaskError: it is not (lists the valid ones, suggests the closest).
+    """
+    from simdist_core.cliargs import did_you_mean
+
+    valid = task_ids()
+    if task_id not in valid:
+        raise UnknownTaskError(f"unknown task {task_id!r}; valid tasks: {', '.join(valid)}"
+                               f"{did_you_mean(task_id, valid)}")
+    return task_id
+
+
+def task_config(task_id: str, overrides: Mapping[str, str] | None = None) -> Any:  # noqa: ANN401  (per-robot type)
+    """The config of a task with ``--set`` overrides applied, without building the simulator.
+
+    Command lines call it to validate ``--task`` and ``--set`` before any work starts.
+
+    Raises:
+        UnknownTaskError: unknown task.
+        ValueError: unknown override key or invalid value.
+    """
+    from simdist_core.config import apply_overrides
+
+    return apply_overrides(TASK_CONFIGS[check_task(task_id)](), dict(overrides or {}))
 
 
 def make_env(task_id: str, overrides: Mapping[str, str] | None = None) -> RobotEnv:
     """Build the task ``"<robot>/<task>"`` with overrides.
 
     Raises:
-        KeyError: unknown task; the message lists the valid ones.
+        UnknownTaskError: unknown task; the message lists the valid ones.
     """
-    import simdist_core.sim.tasks  # noqa: F401  (imports every robot's task module)
-
-    if task_id not in TASKS:
-        raise KeyError(f"unknown task {task_id!r}; valid tasks: {sorted(TASKS)}")
-    return TASKS[task_id](overrides)
+    return TASKS[check_task(task_id)](overrides)

@@ -19,8 +19,11 @@ class CommandConfig:
     """Velocity command (base frame), drawn once per episode."""
 
     vx_range_m_s: tuple[float, float] = (0.3, 1.0)
+    """Forward velocity command =U(lo, hi) in m/s."""
     vy_range_m_s: tuple[float, float] = (0.0, 0.0)
+    """Sideways velocity command =U(lo, hi) in m/s (0: walk straight)."""
     yaw_rate_range_rad_s: tuple[float, float] = (0.0, 0.0)
+    """Turn-rate command =U(lo, hi) in rad/s (0: no turning)."""
 
     def __post_init__(self) -> None:
         _check_range("vx_range_m_s", self.vx_range_m_s, -1.5, 1.5)
@@ -37,13 +40,17 @@ class RewardConfig:
     tracking_ang_vel: float = 0.5
     """exp(-(w_z - cmd_yaw)^2 / sigma^2)."""
     lin_vel_z: float = -2.0
+    """Weight of the squared vertical base velocity (bouncing)."""
     ang_vel_xy: float = -0.05
+    """Weight of the squared roll and pitch rates (rocking)."""
     orientation: float = -1.0
     """|projected gravity xy|^2 relative to the terrain's slope."""
     base_height: float = -10.0
     """(height above terrain - nominal)^2."""
     torques: float = -2e-4
+    """Weight of the sum of squared joint torques (effort)."""
     action_rate: float = -0.01
+    """Weight of the squared change of the action between steps (jerk)."""
     gait: float = 0.2
     """Fraction of feet whose contact state matches the gait clock's stance schedule."""
     fall: float = -5.0
@@ -64,21 +71,31 @@ class RandomizationConfig:
     """Domain randomisation, drawn at every reset. Off for the "real world" tasks (PTFE, foam)."""
 
     enabled: bool = False
+    """Draw terrain, friction, gains, mass and noise per episode from the ranges below (``go2/pretrain``)."""
     terrain_kinds: tuple[str, ...] = ("flat", "slope", "rough")
     """Kinds the pretraining mixture draws from (uniformly)."""
     slope_deg_range: tuple[float, float] = (-12.0, 12.0)
+    """Incline of drawn ``slope`` terrain =U(lo, hi) in degrees (negative: downhill)."""
     friction_range: tuple[float, float] = (0.4, 1.2)
     """Foot friction =U(lo, hi): kept above the PTFE band (~0.2) so PTFE is out of distribution."""
     damping_ratio_range: tuple[float, float] = (0.5, 1.0)
     """Rigid contact damping ratio =U (restitution)."""
     kp_scale_range: tuple[float, float] = (0.9, 1.1)
+    """PD proportional gain multiplied by =U(lo, hi)."""
     kd_scale_range: tuple[float, float] = (0.9, 1.1)
+    """PD derivative gain multiplied by =U(lo, hi)."""
     joint_friction_scale_range: tuple[float, float] = (0.5, 1.5)
+    """Joint friction loss multiplied by =U(lo, hi)."""
     base_mass_offset_kg_range: tuple[float, float] = (-1.0, 3.0)
+    """Mass added to the trunk =U(lo, hi) in kg (a payload, or a lighter robot)."""
     init_joint_noise_rad: float = 0.1
+    """Initial joint angles off the default pose by =U(-x, x) rad."""
     init_yaw_rad: float = 0.3
+    """Initial heading =U(-x, x) rad."""
     proprio_noise_std: float = 0.02
+    """Gaussian noise added to every proprio entry of the observation."""
     height_map_noise_std_m: float = 0.01
+    """Gaussian noise added to every height-map sample, in metres."""
 
     def __post_init__(self) -> None:
         bad = [k for k in self.terrain_kinds if k not in TERRAIN_KINDS or k == "foam"]
@@ -101,13 +118,21 @@ class Go2EnvConfig:
     """One Go2 velocity-tracking task."""
 
     terrain: TerrainConfig = field(default_factory=TerrainConfig)
+    """The floor."""
     low_level: LowLevelConfig = field(default_factory=LowLevelConfig)
+    """Joint PD controller shared with the expert and the real driver."""
     command: CommandConfig = field(default_factory=CommandConfig)
+    """Velocity command drawn per episode."""
     rewards: RewardConfig = field(default_factory=RewardConfig)
+    """Reward weights."""
     randomization: RandomizationConfig = field(default_factory=RandomizationConfig)
+    """Domain randomisation (pretraining only)."""
     episode_length_s: float = 20.0
+    """Simulated seconds before an episode is truncated."""
     physics_dt_s: float = 0.002
+    """MuJoCo time step; the control period must be a whole number of them."""
     control_hz: float = GO2.control_hz
+    """Control rate; fixed by the robot contract (a different value is refused)."""
     gait_period_s: float = 0.3
     """Period of the gait clock in the proprio (and of the expert's trot)."""
     gait_duty: float = 0.6

@@ -60,4 +60,4 @@ def _builder(task_id: str) -> Callable[[Mapping[str, str] | None], Go2Env]:
 
 
 for _task_id in GO2_TASKS:
-    register_task(_task_id, _builder(_task_id))
+    register_task(_task_id, _builder(_task_id), GO2_TASKS[_task_id])

@@ -47,6 +47,7 @@ class TerrainConfig:
     """Geometry and contact of one terrain."""
 
     kind: TerrainKind = "flat"
+    """Floor type: rigid ``flat``, rigid ``slope``, rigid ``rough`` bumps or soft ``foam``."""
     slope_deg: float = 0.0
     """Incline of ``slope`` terrain (uphill towards +x); ignored by other kinds."""
     friction: float = 0.8

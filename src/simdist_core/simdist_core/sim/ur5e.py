@@ -39,9 +39,11 @@ class LowLevelConfig:
     leash_m: float = 0.008
     """The target stays within this of the measured TCP: bounds contact force and wind-up."""
     leash_yaw_rad: float = 0.2
+    """The target yaw stays within this of the measured TCP yaw (as ``leash_m``)."""
     joint_margin_rad: float = 0.05
     """Servo commands stay this far inside the joint ranges (wrist_3 has +-2 pi: about 2 turns)."""
     workspace_lo_m: tuple[float, float, float] = (-0.2, -0.8, 0.0)
+    """Lower corner (x, y, z) of the box below."""
     workspace_hi_m: tuple[float, float, float] = (0.5, -0.1, 0.45)
     """Box (base frame) the TCP target is clamped to."""
 

@@ -96,16 +96,25 @@ class RewardConfig:
     """Weights of the named reward terms (logged as ``reward/<term>``) and their length scales."""
 
     distance: float = 1.0
+    """Cost of the tip's distance to its goal depth in the hole (0 there, down to -weight far away)."""
     alignment: float = 0.5
+    """Cost of lateral and yaw misalignment with the hole (0 when aligned)."""
     insertion: float = 2.0
+    """Cost of the depth still missing to the goal (0 at the goal)."""
     thread: float = 2.0
+    """Table leg only: cost of the turns still missing (0 when threaded)."""
     success: float = 10.0
+    """Reward on the step that succeeds (it ends the episode)."""
     contact_force: float = 0.5
+    """Cost of part contact force above ``force_free_n``, per ``force_scale_n`` (capped at 5x the weight)."""
     distance_scale_m: float = 0.05
+    """Length scale of the distance cost (tanh of distance over this)."""
     alignment_scale_m: float = 0.004
+    """Length scale of the lateral alignment cost."""
     force_free_n: float = 15.0
     """Contact force below this is free (pressing into the hole is needed)."""
     force_scale_n: float = 50.0
+    """Force above ``force_free_n`` that costs one ``contact_force`` weight."""
 
     def __post_init__(self) -> None:
         _positive(self, "distance_scale_m", "alignment_scale_m", "force_scale_n")
@@ -116,6 +125,7 @@ class ThreadConfig:
     """Kinematic thread criterion of the table-leg task (see the module docstring)."""
 
     turns: float = 1.5
+    """Clockwise turns while engaged that count as success."""
     pitch_m: float = 0.002
     """Depth gained per turn (M12-like coarse thread is 1.75 mm)."""
     engage_depth_m: float = 0.012
@@ -143,7 +153,9 @@ class UR5eTaskConfig:
     """Everything one UR5e insertion task needs; every field is overridable with ``--set``."""
 
     task: Literal["peg", "table_leg"] = "peg"
+    """Which insertion: square ``peg`` or threaded ``table_leg``."""
     episode_s: float = 15.0
+    """Simulated seconds before an episode is truncated."""
     success_depth_m: float = 0.02
     """Peg success: tip this deep in the hole (the hole is ``scene.hole_depth_m`` deep)."""
     start_height_m: float = 0.08
@@ -151,16 +163,23 @@ class UR5eTaskConfig:
     start_noise_m: float = 0.01
     """Start (x, y) +U(-r, r)."""
     start_yaw_noise_rad: float = 0.1
+    """Start yaw +U(-r, r) around the hole's yaw."""
     start_wrist3_rad: float = 0.0
     """wrist_3 seed of the start pose (table leg: pre-rotated so 1.5 clockwise turns fit in +-2 pi)."""
     render: bool = True
     """False: obs image is zeros and ``info["image_rendered"]`` is False (fast expert measurements)."""
     scene: SceneConfig = field(default_factory=SceneConfig)
+    """Geometry and contact of the part, fixture, table and camera."""
     lowlevel: LowLevelConfig = field(default_factory=LowLevelConfig)
+    """Action scaling and IK (shared with the expert, planner and real driver)."""
     fixture: FixtureConfig = field(default_factory=FixtureConfig)
+    """Where the fixture is placed per episode."""
     shift: ShiftConfig = field(default_factory=ShiftConfig)
+    """Sim-to-real shift (latency, servo gains, part mass, friction)."""
     reward: RewardConfig = field(default_factory=RewardConfig)
+    """Reward weights and scales."""
     thread: ThreadConfig = field(default_factory=ThreadConfig)
+    """Thread criterion of the table-leg task."""
 
     def __post_init__(self) -> None:
         if self.task not in ("peg", "table_leg"):

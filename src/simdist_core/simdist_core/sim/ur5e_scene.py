@@ -34,24 +34,35 @@ class SceneConfig:
     part_half_width_m: float = 0.01
     """Half side of the square peg / radius of the round leg."""
     part_length_m: float = 0.08
+    """Length of the part."""
     part_tip_below_pinch_m: float = 0.05
     """How far the part tip sticks out beyond the fingers' pinch point."""
     part_mass_kg: float = 0.05
+    """Mass of the part (``shift.part_mass_scale`` multiplies it)."""
     clearance_m: float = 0.001
     """Hole width minus part width (0.5 mm per side by default)."""
     hole_depth_m: float = 0.03
+    """Depth of the hole (must stay below ``fixture_height_m``)."""
     fixture_half_size_m: float = 0.05
+    """Half side of the square fixture block."""
     fixture_height_m: float = 0.04
+    """Height of the fixture block above the table."""
     friction: float = 0.5
     """Sliding friction of the part and fixture geoms."""
     solref: tuple[float, float] = (0.005, 1.0)
+    """MuJoCo contact solref (time constant s, damping ratio) of part and fixture."""
     solimp: tuple[float, float, float] = (0.95, 0.99, 0.001)
+    """MuJoCo contact solimp (dmin, dmax, width m) of part and fixture."""
     timestep_s: float = 0.002
+    """MuJoCo time step."""
     table_center_m: tuple[float, float] = (0.15, -0.45)
     """Table centre (x, y) in the base frame; its top is at z = 0, level with the robot base."""
     camera_pos_m: tuple[float, float, float] = (0.55, -0.5, 0.42)
+    """Scene camera position in the base frame."""
     camera_target_m: tuple[float, float, float] = (0.15, -0.5, 0.09)
+    """Point the scene camera looks at, in the base frame."""
     camera_fovy_deg: float = 45.0
+    """Vertical field of view of the scene camera."""
     hide_out_of_view_links: bool = True
     """Do not draw base, shoulder and upper-arm meshes (75k of 193k visual faces): they stay outside the
     scene camera's view (identical pixels over expert episodes on the wide grid), and software GL

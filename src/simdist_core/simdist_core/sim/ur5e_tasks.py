@@ -15,6 +15,7 @@ grids, shifted peg 30% / 35%, shifted table leg 35% / 45%.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import replace
 
@@ -65,4 +66,4 @@ def _builder(task_id: str):  # noqa: ANN202  (an EnvBuilder closure)
 
 
 for _task_id in DEFAULT_CONFIGS:
-    register_task(_task_id, _builder(_task_id))
+    register_task(_task_id, _builder(_task_id), functools.partial(DEFAULT_CONFIGS.__getitem__, _task_id))

@@ -193,3 +193,23 @@ def seed_everything(seed: int) -> torch.Generator:
     torch.manual_seed(seed)
     np.random.seed(seed % (2**32))
     return torch.Generator().manual_seed(seed)
+
+
+def check_device(what: str, device: str) -> str:
+    """A torch device named on the command line that this machine has (``cpu``, ``cuda``, ``cuda:N``).
+
+    Raises:
+        UsageError: not a device name, or CUDA asked for where torch has none.
+    """
+    from simdist_core.cliargs import UsageError
+
+    try:
+        parsed = torch.device(device)
+    except RuntimeError:
+        raise UsageError(f"{what} {device!r} is not a torch device; valid: cpu, cuda, cuda:N") from None
+    if parsed.type == "cuda" and not torch.cuda.is_available():
+        raise UsageError(f"{what} {device!r}: CUDA is not available in this torch build ({torch.__version__}); "
+                         "use cpu")
+    if parsed.type not in ("cpu", "cuda"):
+        raise UsageError(f"{what} {device!r} is not supported; valid: cpu, cuda, cuda:N")
+    return device

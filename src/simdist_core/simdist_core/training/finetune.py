@@ -21,7 +21,17 @@ from pathlib import Path
 
 import torch
 
-from simdist_core.config import apply_overrides, parse_overrides, to_dict
+from simdist_core.cliargs import (
+    ArgumentParser,
+    check_existing_path,
+    check_list,
+    check_new_path,
+    check_positive,
+    checkpoint_dir,
+    cli_main,
+)
+from simdist_core.config import apply_cli_overrides, parse_overrides, to_dict
+from simdist_core.data.dataset import check_dataset
 from simdist_core.training.adapt import (
     FinetuneConfig,
     FinetuneReport,
@@ -42,7 +52,10 @@ EXIT_GATE_FAILED = 3
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="simdist finetune", description=__doc__.splitlines()[0])
+    from simdist_core.config_show import describe
+
+    parser = ArgumentParser(prog="simdist finetune", description=__doc__.splitlines()[0],
+                            key_help={"--set": lambda _ns: describe("finetune")})
     parser.add_argument("--checkpoint", type=Path, required=True, help="checkpoint to adapt")
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--data", type=Path, help="dataset folder (step store)")
@@ -51,11 +64,36 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--parts", default="dynamics", help="'dynamics' (SimDist), 'all', or a comma list of parts")
     parser.add_argument("--steps", type=int, help="optimizer updates (same as --set steps=N)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="FinetuneConfig override, e.g. batch_size=32, optim.lr=1e-4")  # fmt: skip
+                        help="FinetuneConfig override, e.g. batch_size=32, optim.lr=1e-4 "
+                             "(`--set help` lists the keys)")  # fmt: skip
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
     parser.add_argument("--json", type=Path, help="write the finetune report (gate verdict included) here")
-    parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--no-progress", action="store_true", help="no tqdm bar")
     return parser.parse_args(argv)
+
+
+def validate(args: argparse.Namespace) -> FinetuneConfig:
+    """The finetune config, with every flag checked before any data is read or anything written.
+
+    Raises:
+        UsageError: a bad part, ``--set`` key or value, a missing checkpoint, data or bag, an existing ``--out``.
+    """
+    from simdist_core.models.world_model import PART_NAMES
+
+    check_positive("--threads", args.threads)
+    parts = ["all"] if args.parts == "all" else check_list("--parts", args.parts, ["all", *PART_NAMES])
+    overrides = parse_overrides(args.overrides)
+    if args.steps is not None:
+        overrides["steps"] = str(args.steps)
+    overrides["parts"] = ",".join(parts)
+    cfg = apply_cli_overrides(FinetuneConfig(), overrides)
+    checkpoint_dir("--checkpoint", args.checkpoint)
+    check_new_path("--out", args.out)
+    if args.data is not None:
+        check_dataset("--data", args.data)
+    else:
+        check_existing_path("--bag", args.bag, marker="metadata.yaml", kind="rosbag2 recording")
+    return cfg
 
 
 def _dataset_from_bag(bag: Path, spec_name: str, workdir: Path) -> Path:
@@ -66,24 +104,18 @@ def _dataset_from_bag(bag: Path, spec_name: str, workdir: Path) -> Path:
     return Path(bag_to_dataset(bag, workdir / "bag_dataset", get_robot(spec_name)))
 
 
+@cli_main("simdist finetune")
 def main(argv: list[str]) -> int:
     """Entry point of ``simdist finetune``; returns 0 (written), 2 (bad input) or 3 (gate failed, nothing written)."""
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     args = _parse(argv)
+    cfg = validate(args)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     torch.set_num_threads(args.threads)
-    from simdist_core.checkpoint import load_checkpoint
+    from simdist_core.checkpoint import load_for_cli
     from simdist_core.data.dataset import Dataset
     from simdist_core.training.export import write_finetuned
 
-    if args.out.exists():
-        print(f"simdist finetune: --out {args.out} already exists; checkpoints are never overwritten", file=sys.stderr)
-        return 2
-    overrides = parse_overrides(args.overrides)
-    if args.steps is not None:
-        overrides["steps"] = str(args.steps)
-    overrides["parts"] = "all" if args.parts == "all" else args.parts
-    cfg = apply_overrides(FinetuneConfig(), overrides)
-    model, parent = load_checkpoint(args.checkpoint)
+    model, parent = load_for_cli("--checkpoint", args.checkpoint)
     with tempfile.TemporaryDirectory(prefix="simdist-finetune-") as tmp:
         try:
             data_dir = args.data if args.data is not None else _dataset_from_bag(args.bag, model.spec.name, Path(tmp))

@@ -22,16 +22,19 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
-from simdist_core.config import apply_overrides, parse_overrides, to_dict
-from simdist_core.data.dataset import Dataset
+from simdist_core.cliargs import ArgumentParser, check_new_path, cli_main
+from simdist_core.config import apply_cli_overrides, parse_overrides, to_dict
+from simdist_core.data.dataset import Dataset, check_dataset
 from simdist_core.data.sampler import WindowSampler
 from simdist_core.models.world_model import WorldModel, WorldModelConfig
+from simdist_core.planning.mppi import PRESETS
 from simdist_core.robots import get_robot
 from simdist_core.training import distributed as ddp
 from simdist_core.training.adapt import fixed_batches
 from simdist_core.training.common import (
     CsvLog,
     OptimConfig,
+    check_device,
     git_describe,
     load_optimizer_state,
     save_optimizer_state,
@@ -210,32 +213,49 @@ class PretrainRunner:
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="simdist pretrain", description=__doc__.splitlines()[0])
+    from simdist_core.config_show import describe
+
+    parser = ArgumentParser(prog="simdist pretrain", description=__doc__.splitlines()[0],
+                            key_help={"--set": lambda _ns: describe("pretrain")})
     parser.add_argument("--data", type=Path, required=True, help="dataset folder from `simdist generate`")
-    parser.add_argument("--robot", required=True, choices=["go2", "ur5e"])
-    parser.add_argument("--out", type=Path, required=True, help="final checkpoint path")
+    parser.add_argument("--robot", required=True, choices=["go2", "ur5e"], help="robot the dataset is of")
+    parser.add_argument("--out", type=Path, required=True, help="final checkpoint path (must not exist)")
     parser.add_argument("--steps", type=int, help="total updates (same as --set steps=N)")
     parser.add_argument("--batch", type=int, help="batch size per process (same as --set batch_size=B)")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="PretrainConfig override, e.g. model.latent_dim=32 (`--set help` lists the keys)")
     parser.add_argument("--fresh", action="store_true", help="ignore an existing <out>.run/ resume state")
-    parser.add_argument("--planner-preset", default="cpu", help="planner config stored in the checkpoint")
+    parser.add_argument("--planner-preset", default="cpu", choices=sorted(PRESETS),
+                        help="planner config stored in the checkpoint")
     parser.add_argument("--no-progress", action="store_true", help="no tqdm bar")
     return parser.parse_args(argv)
 
 
-def main(argv: list[str]) -> int:
-    """Entry point of ``simdist pretrain``; returns the process exit code."""
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    args = _parse(argv)
+def validate(args: argparse.Namespace) -> PretrainConfig:
+    """The run's config, with every flag checked before anything is read or written.
+
+    Raises:
+        UsageError: a bad ``--set`` key or value, an existing ``--out``, or a ``--data`` that is not a
+            dataset of ``--robot``.
+    """
     overrides = parse_overrides(args.overrides)
     if args.steps is not None:
         overrides["steps"] = str(args.steps)
     if args.batch is not None:
         overrides["batch_size"] = str(args.batch)
-    cfg = apply_overrides(PretrainConfig(), overrides)
-    if args.out.exists():
-        print(f"simdist pretrain: --out {args.out} already exists; checkpoints are never overwritten", file=sys.stderr)
-        return 2
+    cfg = apply_cli_overrides(PretrainConfig(), overrides)
+    check_device("--set device", cfg.device)
+    check_new_path("--out", args.out)
+    check_dataset("--data", args.data, args.robot)
+    return cfg
+
+
+@cli_main("simdist pretrain")
+def main(argv: list[str]) -> int:
+    """Entry point of ``simdist pretrain``; returns the process exit code."""
+    args = _parse(argv)
+    cfg = validate(args)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     torch.set_num_threads(cfg.threads)
     info = ddp.init_from_env(cfg.device)
     try:

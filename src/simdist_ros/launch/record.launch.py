@@ -1,14 +1,13 @@
-"""Record the SimDist topics of a running graph: `ros2 launch launch/record.launch.py robot:=go2`.
+"""Record the SimDist topics of a running graph: `ros2 launch simdist_ros record.launch.py robot:=go2`.
 
 The recorder node writes an mcap rosbag2 (version 9) readable by rosbags, mcap_ros2 and rclpy;
 `simdist finetune --bag <bag>` adapts the dynamics from it offline.
 """
 
+from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
-
-from launch import LaunchDescription
 
 
 def generate_launch_description():
