@@ -72,6 +72,10 @@ CASES = [
     ([*ADAPT, "--env", "terrain.frction=1"], "'terrain.frction'", "did you mean 'terrain.friction'?"),
     ([*ADAPT, "--planner", "num_sample=1"], "'num_sample'", "did you mean 'num_samples'?"),
     ([*ADAPT, "--minutes", "0,a"], "'a'", None),
+    (["bench", "budget", "--checkpoint", GO2, "--task", "go2/fom"], "'go2/fom'", "did you mean 'go2/foam'?"),
+    (["bench", "budget", "--checkpoint", GO2, "--budgets", "referense"], "'referense'",
+     "did you mean 'reference'?"),
+    (["bench", "budget", "--checkpoint", "nope"], "'nope' does not exist", None),
     # bench soak / graph / parity
     (["bench", "soak", "--task", "go2/fom"], "'go2/fom'", "did you mean 'go2/foam'?"),
     (["bench", "soak", "--set", "plnner.seed=1"], "'plnner'", "did you mean 'planner'?"),

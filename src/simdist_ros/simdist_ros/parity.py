@@ -131,7 +131,6 @@ def _parse(argv: list[str]) -> argparse.Namespace:
         p.error(f"--task {ns.task!r}: give tasks of one robot, e.g. go2/flat,go2/foam")
     for option, value in (("--episodes", ns.episodes), ("--seconds", ns.seconds), ("--rtf", ns.rtf)):
         check_positive(option, value)
-    check_positive("--warmup-s", ns.warmup_s, allow_zero=True)
     ns.robot = robots.pop()
     from simdist_ros.cli_checks import checkpoint_or_default
 

@@ -15,11 +15,19 @@ import argparse
 import dataclasses
 import json
 import os
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from simdist_core.cliargs import (
+    ArgumentParser,
+    UsageError,
+    check_list,
+    check_positive,
+    checkpoint_dir,
+    cli_main,
+    did_you_mean,
+)
 from simdist_core.config import to_dict
 
 
@@ -43,7 +51,8 @@ def parse_budget(text: str) -> Budget:
         return Budget(text, {})
     samples, sep, iterations = text.partition("x")
     if not (sep and samples.isdigit() and iterations.isdigit() and int(iterations) >= 1):
-        raise ValueError(f"budget {text!r}: give SxI (e.g. 64x2) or a preset name {sorted(PRESETS)}")
+        raise ValueError(f"budget {text!r}: give SxI (e.g. 64x2) or a preset name {sorted(PRESETS)}"
+                         + did_you_mean(text, PRESETS))
     return Budget(text, {"num_samples": samples, "iterations": iterations})
 
 
@@ -99,8 +108,9 @@ def format_table(points: list[dict[str, Any]]) -> str:
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="simdist bench budget", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    from simdist_core.sim.base import task_ids
+
+    p = ArgumentParser(prog="simdist bench budget", description=__doc__.split("\n\n")[0])
     p.add_argument("--checkpoint", type=Path, required=True, help="checkpoint directory")
     p.add_argument("--task", default="go2/flat,go2/foam", help="comma list of task ids")
     p.add_argument("--budgets", default="32x1,64x1,128x1,128x2,256x2", help="comma list of SxI or preset names")
@@ -109,24 +119,28 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=1000, help="first episode seed (and the planner's seed)")
     p.add_argument("--json", type=Path, help="write the report here")
     args = p.parse_args(argv)
-    args.tasks = [t.strip() for t in args.task.split(",") if t.strip()]
+    args.tasks = check_list("--task", args.task, task_ids())
     try:
         args.budget_list = [parse_budget(b.strip()) for b in args.budgets.split(",") if b.strip()]
     except ValueError as exc:
-        p.error(str(exc))
-    if not args.tasks or not args.budget_list or args.episodes < 1 or args.seconds <= 0:
-        p.error("need at least one task and budget, --episodes >= 1 and --seconds > 0")
+        raise UsageError(f"--budgets: {exc}") from None
+    if not args.budget_list:
+        raise UsageError("--budgets: give at least one budget, e.g. 32x1,128x2")
+    check_positive("--episodes", args.episodes)
+    check_positive("--seconds", args.seconds)
+    checkpoint_dir("--checkpoint", args.checkpoint)
     return args
 
 
-def main(argv: list[str] | None = None) -> int:
+@cli_main("simdist bench budget")
+def main(argv: list[str]) -> int:
     """Entry point of ``simdist bench budget``."""
     import torch
 
     from simdist_core.checkpoint import load_checkpoint
     from simdist_core.planning.bench import cpu_model
 
-    args = _parse(list(sys.argv[1:] if argv is None else argv))
+    args = _parse(argv)
     torch.set_num_threads(1)  # as the planner node
     model, manifest = load_checkpoint(args.checkpoint)
     model.eval().requires_grad_(False)
