@@ -39,3 +39,17 @@ def test_paired_ratio_interval_covers_the_truth_for_noisy_sides():
 def test_paired_ratio_refuses_what_has_no_ratio(num, den, match):
     with pytest.raises(ValueError, match=match):
         paired_ratio_ci(num, den)
+
+
+def test_ratio_of_ratios_compares_two_measurements_of_one_change():
+    from simdist_core.eval.stats import ratio_of_ratios_ci
+
+    rng = np.random.default_rng(4)
+    before = rng.uniform(1.0, 4.0, 30)
+    after = 2.0 * before + rng.normal(0, 0.2, 30)
+    r, lo, hi = ratio_of_ratios_ci(after, before, after, before)
+    assert (r, lo, hi) == pytest.approx((1.0, 1.0, 1.0)), "the same measurement twice"
+    r, lo, hi = ratio_of_ratios_ci(1.6 * before, before, after, before)
+    assert r == pytest.approx(1.6 * before.mean() / after.mean()) and lo < r < hi < 1.0
+    with pytest.raises(ValueError, match="lengths differ"):
+        ratio_of_ratios_ci(after, before, after[:5], before)

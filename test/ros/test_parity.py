@@ -39,3 +39,37 @@ def test_compare_refuses_sides_that_ran_different_seeds():
 def test_a_graph_that_did_not_finish_is_reported_not_compared():
     row = parity.compare("go2/flat", {"per_episode": _episodes([4.0], [0])}, {"error": "window not reached"})
     assert "ratio" not in row and "window not reached" in parity.format_table([row])
+
+
+def _report(task, local, graph):
+    return {"tasks": [{"task": task, "in_process": {"per_episode": local}, "graph": {"per_episode": graph}}]}
+
+
+def test_before_and_after_reports_give_the_adaptation_as_each_side_measures_it(tmp_path, capsys):
+    import json
+
+    before = _report("go2/foam", _episodes([2.0, 1.0, 3.0], [0, 1, 0]), _episodes([3.0, 1.0, 2.0], [0, 1, 0]))
+    after = _report("go2/foam", _episodes([4.0, 2.0, 6.0], [0, 0, 0]), _episodes([4.5, 1.5, 3.0], [0, 0, 0]))
+    (rows,) = parity.adaptation(before, after)
+    assert rows["in_process_after_over_before"][0] == pytest.approx(2.0)
+    assert rows["graph_after_over_before"][0] == pytest.approx(1.5)
+    assert rows["graph_ratio_over_in_process_ratio"][0] == pytest.approx(0.75)
+    paths = []
+    for name, report in (("before", before), ("after", after)):
+        paths.append(tmp_path / f"{name}.json")
+        paths[-1].write_text(json.dumps(report))
+    out = tmp_path / "adaptation.json"
+    assert parity.main(["--before", str(paths[0]), "--after", str(paths[1]), "--json", str(out)]) == 0
+    assert "0.75" in capsys.readouterr().out and json.loads(out.read_text())["tasks"][0]["task"] == "go2/foam"
+
+
+def test_reports_of_different_seeds_are_not_compared(tmp_path, capsys):
+    import json
+
+    before = _report("go2/foam", _episodes([2.0, 1.0], [0, 1]), _episodes([3.0, 1.0], [0, 1]))
+    after = _report("go2/foam", _episodes([2.0, 1.0], [0, 1], 1005), _episodes([3.0, 1.0], [0, 1], 1005))
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(before))
+    b.write_text(json.dumps(after))
+    assert parity.main(["--before", str(a), "--after", str(b)]) == 2
+    assert "different seeds" in capsys.readouterr().err

@@ -18,6 +18,11 @@ interval, falls, the metric per simulated minute, and the ratio graph / in-proce
 metric with a paired (same-seed) bootstrap interval. The goal is a ratio within 10 % of 1. The planner
 config is the one the graph deploys (the checkpoint's stored config, else ``cpu``); sampling noise
 differs between the sides. Prints a table, writes JSON.
+
+``--before A.json --after B.json`` runs nothing: it reads two parity reports of the same tasks and seeds
+(e.g. the shipped checkpoint, then one adapted through the live graph) and reports the adaptation as
+each side measures it, after / before, and how the graph's ratio compares with the in-process one
+(the way the adaptation benchmark measures), with paired bootstrap intervals over the seeds.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from simdist_core.cliargs import ArgumentParser, check_list, check_positive, cli_main
+from simdist_core.cliargs import ArgumentParser, UsageError, check_list, check_positive, cli_main
 
 from simdist_ros import procmem
 
@@ -112,6 +117,77 @@ def compare(task: str, local: dict[str, Any], graph: dict[str, Any]) -> dict[str
     return row
 
 
+def adaptation(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per task in both reports: after / before on each side and graph ratio / in-process ratio, with intervals.
+
+    Raises:
+        UsageError: a task without per-episode results on both sides, or different seeds.
+    """
+    from simdist_core.eval.stats import paired_ratio_ci, ratio_of_ratios_ci
+
+    rows = []
+    before_tasks = {r["task"]: r for r in before["tasks"]}
+    for row in after["tasks"]:
+        task, robot = row["task"], row["task"].split("/")[0]
+        if task not in before_tasks:
+            continue
+        series = {}
+        for when, report in (("before", before_tasks[task]), ("after", row)):
+            for side in ("in_process", "graph"):
+                episodes = report[side].get("per_episode")
+                if not episodes:
+                    raise UsageError(f"{task}: the {when} report has no {side} episodes")
+                metric = [float(e.get(METRIC[robot], 0.0)) for e in episodes]
+                series[when, side] = ([e["seed"] for e in episodes], metric)
+        seeds = {tuple(v[0]) for v in series.values()}
+        if len(seeds) != 1:
+            raise UsageError(f"{task}: the reports ran different seeds; compare runs of the same --seed and --episodes")
+        x = {k: v[1] for k, v in series.items()}
+        out: dict[str, Any] = {"task": task, "episodes": len(x["after", "graph"])}
+        for side in ("in_process", "graph"):
+            r, lo, hi = paired_ratio_ci(x["after", side], x["before", side])
+            out[f"{side}_after_over_before"] = [round(r, 3), round(lo, 3), round(hi, 3)]
+        r, lo, hi = ratio_of_ratios_ci(x["after", "graph"], x["before", "graph"], x["after", "in_process"],
+                                       x["before", "in_process"])
+        out["graph_ratio_over_in_process_ratio"] = [round(r, 3), round(lo, 3), round(hi, 3)]
+        rows.append(out)
+    if not rows:
+        raise UsageError("the two reports share no task")
+    return rows
+
+
+def format_adaptation(rows: list[dict[str, Any]]) -> str:
+    """One line per task: after / before in-process, through the graph, and their ratio, each [95 % CI]."""
+    def cell(v: list[float]) -> str:
+        return f"{v[0]:.2f} [{v[1]:.2f}, {v[2]:.2f}]"
+
+    head = f"{'task':<14}{'in-process after/before':>26}{'graph after/before':>24}{'graph / in-process':>24}"
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        lines.append(f"{r['task']:<14}{cell(r['in_process_after_over_before']):>26}"
+                     f"{cell(r['graph_after_over_before']):>24}{cell(r['graph_ratio_over_in_process_ratio']):>24}")
+    return "\n".join(lines)
+
+
+def _compare_reports(args: argparse.Namespace) -> int:
+    """``--before A --after B``: the adaptation as each side measures it (no runs)."""
+    reports = []
+    for option, path in (("--before", args.before), ("--after", args.after)):
+        try:
+            reports.append(json.loads(path.read_text()))
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"{option} {str(path)!r}: not a readable parity report ({exc})") from None
+    rows = adaptation(*reports)
+    print(format_adaptation(rows))
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"before": str(args.before), "after": str(args.after),
+                                         "before_checkpoint": reports[0].get("checkpoint"),
+                                         "after_checkpoint": reports[1].get("checkpoint"), "tasks": rows}, indent=1))
+        print(f"simdist bench parity: wrote {args.json}")
+    return 0
+
+
 def _parse(argv: list[str]) -> argparse.Namespace:
     p = ArgumentParser(prog="simdist bench parity", description=__doc__.split("\n\n")[0])
     p.add_argument("--task", default="go2/flat,go2/foam", help="comma list of task ids (one robot)")
@@ -122,7 +198,13 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--checkpoint", type=Path, help="default: checkpoints/<robot> of the repository")
     p.add_argument("--output-dir", type=Path, help="default: runs/parity-<UTC time>")
     p.add_argument("--json", type=Path, help="write the report here")
+    p.add_argument("--before", type=Path, help="with --after: compare two parity reports, run nothing")
+    p.add_argument("--after", type=Path, help="with --before: the report of the adapted checkpoint")
     ns = p.parse_args(argv)
+    if (ns.before is None) != (ns.after is None):
+        p.error("--before and --after go together (two parity reports of the same tasks and seeds)")
+    if ns.before is not None:
+        return ns
     from simdist_core.sim.base import task_ids
 
     ns.tasks = check_list("--task", ns.task, task_ids())
@@ -166,6 +248,8 @@ def format_table(rows: list[dict[str, Any]]) -> str:
 def main(argv: list[str]) -> int:
     """Entry point of ``simdist bench parity``."""
     args = _parse(argv)
+    if args.before is not None:
+        return _compare_reports(args)
     os.environ.setdefault("ROS_DOMAIN_ID", str(random.SystemRandom().randrange(1, 100)))
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     os.environ.setdefault("MUJOCO_GL", "egl")

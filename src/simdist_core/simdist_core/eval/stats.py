@@ -52,6 +52,35 @@ def paired_ratio_ci(
     return float(a.mean() / b.mean()), float(low), float(high)
 
 
+def ratio_of_ratios_ci(
+    a_after: Sequence[float], a_before: Sequence[float], b_after: Sequence[float], b_before: Sequence[float],
+    level: float = 0.95, seed: int = 0,
+) -> tuple[float, float, float]:
+    """(ratio, low, high) of ``(mean(a_after) / mean(a_before)) / (mean(b_after) / mean(b_before))``.
+
+    For two ways of measuring the same before/after change on the same episode seeds (e.g. through the
+    live graph and in-process): all four series are resampled with the same seed indices. Resamples with
+    a non-positive mean in a denominator are dropped.
+
+    Raises:
+        ValueError: series of different lengths, empty or non-finite, or a non-positive denominator mean.
+    """
+    series = [_finite(x, name) for x, name in ((a_after, "a_after"), (a_before, "a_before"), (b_after, "b_after"),
+                                               (b_before, "b_before"))]
+    if len({x.size for x in series}) != 1:
+        raise ValueError(f"ratio_of_ratios_ci: series lengths differ: {[x.size for x in series]}")
+    a1, a0, b1, b0 = series
+    if a0.mean() <= 0 or b0.mean() <= 0 or b1.mean() <= 0:
+        raise ValueError("ratio_of_ratios_ci: a denominator mean is not positive; the ratio is undefined")
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, a1.size, (RESAMPLES, a1.size))
+    m = [x[idx].mean(axis=1) for x in series]
+    ok = (m[1] > 0) & (m[2] > 0) & (m[3] > 0)
+    draws = (m[0][ok] / m[1][ok]) / (m[2][ok] / m[3][ok])
+    low, high = np.quantile(draws, [(1 - level) / 2, (1 + level) / 2])
+    return float((a1.mean() / a0.mean()) / (b1.mean() / b0.mean())), float(low), float(high)
+
+
 def _finite(values: Sequence[float], name: str) -> np.ndarray:
     x = np.asarray(values, dtype=np.float64).reshape(-1)
     if x.size == 0:
