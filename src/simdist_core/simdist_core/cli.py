@@ -24,6 +24,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("bench graph", "simdist_ros.graph_bench:main", "live graph per executor: ticks kept, delay, CPU"),
     ("checkpoint", "simdist_core.checkpoint:main", "inspect / verify a checkpoint"),
     ("launch", "simdist_ros.launcher:main", "start the ROS 2 node graph without ros2launch (pip installs)"),
+    ("security init", "simdist_ros.keystore:main", "DDS security keystore (SROS2 layout) for a robot's graph"),
     ("demo", "simdist_ros.demo:main", "the main job: simulated robot adapting live, with a progress plot"),
 )
 

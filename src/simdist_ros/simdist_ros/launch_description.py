@@ -10,9 +10,11 @@ only on full ROS installs, and this module must stay importable (and testable) w
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from simdist_ros.graph import create_key_files, load_graph
+from simdist_ros.secure_launch import launch_plan
 
 
 def graph_launch_description(robot: str) -> Any:  # noqa: ANN401 (launch.LaunchDescription, not importable here)
@@ -39,6 +41,7 @@ def _graph_nodes(context: Any, robot: str) -> list[Any]:  # noqa: ANN401
     values = {a.name: LaunchConfiguration(a.name).perform(context) for a in graph.arguments}
     params_file = str(graph.params_file_path())
     resolved = graph.resolve(values)
+    plan = launch_plan(graph.argument_values(values), resolved, os.environ)  # security:=true, discovery range
     create_key_files(resolved)  # the planner/finetuner key (owner-only) exists before any node starts
     return [
         Node(
@@ -49,6 +52,7 @@ def _graph_nodes(context: Any, robot: str) -> list[Any]:  # noqa: ANN401
             arguments=list(node.arguments),
             parameters=[params_file, node.parameters] if not node.external else [],
             remappings=list(node.remappings),
+            additional_env=plan.env,
         )
-        for node in resolved
+        for node in plan.nodes
     ]

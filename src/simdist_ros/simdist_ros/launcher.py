@@ -29,6 +29,7 @@ import yaml
 from simdist_core.checkpoint_auth import KeyFileError
 
 from simdist_ros.graph import Graph, GraphError, ResolvedNode, create_key_files, load_graph
+from simdist_ros.secure_launch import launch_plan
 
 _BOOT = "import sys; from {module} import {func} as _m; sys.exit(_m())"
 
@@ -117,6 +118,8 @@ class GraphProcess:
         self.skipped = [n.name for n in graph.resolve(self.arguments) if n.external]
         self.log_dir = log_dir
         self.env = {**os.environ, **(env or {})}
+        plan = launch_plan(graph.argument_values(self.arguments), self.nodes, self.env)  # security, discovery
+        self.nodes, self.env = plan.nodes, {**self.env, **plan.env}
         self.children: dict[str, _Child] = {}
         self.exit_codes: dict[str, int] = {}
         self.failed: list[str] = []
