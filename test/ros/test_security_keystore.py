@@ -67,7 +67,7 @@ def _check_order(element, order):
     for node in element.iter():
         if node.tag in order and len(node):
             tags = "".join(f"{child.tag} " for child in node)
-            assert re.fullmatch(order[node.tag], tags), f"<{node.tag}> children {tags.split()} break {order[node.tag]!r}"
+            assert re.fullmatch(order[node.tag], tags), f"<{node.tag}> {tags.split()} break {order[node.tag]!r}"
             seen += 1
     return seen
 

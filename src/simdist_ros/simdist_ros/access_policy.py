@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from simdist_ros import topics
 
@@ -169,3 +170,17 @@ def graph_access(robot: str, *, modes: tuple[bool, ...] = (True, False)) -> dict
             grants[node.name] = grants[node.name] | grant if node.name in grants else grant
     grants[OPERATOR] = operator_access(robot)
     return grants
+
+
+def observed_access(observer: Any, node: str, namespace: str = "/") -> Access:  # noqa: ANN401 (an rclpy Node)
+    """What node ``node`` really uses, read from the ROS graph by ``observer`` (any rclpy node that sees it).
+
+    Compare with :func:`node_access` to check a running graph against the policy (the tests do).
+    """
+    def names(query: str) -> frozenset[str]:
+        return frozenset(name for name, _types in getattr(observer, query)(node, namespace))
+
+    return Access(publish=names("get_publisher_names_and_types_by_node"),
+                  subscribe=names("get_subscriber_names_and_types_by_node"),
+                  serve=names("get_service_names_and_types_by_node"),
+                  call=names("get_client_names_and_types_by_node"))
