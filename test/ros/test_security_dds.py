@@ -27,10 +27,14 @@ from std_msgs.msg import Float64MultiArray
 rclpy.init()
 node = rclpy.create_node("stranger")
 pub = node.create_publisher(Float64MultiArray, "joint_command", 10)
+end = time.monotonic() + 10.0  # on an open domain the driver's subscription is found within a second or two
+while pub.get_subscription_count() == 0 and time.monotonic() < end:
+    time.sleep(0.1)
+matched = pub.get_subscription_count() > 0
 for _ in range(40):
     pub.publish(Float64MultiArray(data=[9.0] * 12))
     time.sleep(0.05)
-print("published", flush=True)
+print(f"published matched={matched}", flush=True)
 """
 
 
@@ -95,14 +99,6 @@ def test_grants_are_enforced_and_strangers_are_not_heard(secure_env):
         command.publish(Float64MultiArray(data=[0.1] * 12))
         assert _spin_until(everyone, lambda: received), "an allowed, authenticated command did not arrive"
 
-        # Outside a grant, creating the endpoint fails under Enforce.
-        with pytest.raises(RuntimeError):
-            planner.node.create_publisher(String, topics.MODEL_UPDATE, qos.ANNOUNCE)  # only the finetuner
-        with pytest.raises(RuntimeError):
-            driver.node.create_publisher(Float64MultiArray, topics.COMMAND, 1)  # only the planner
-        with pytest.raises(RuntimeError):
-            planner.node.create_client(Trigger, "reset_estop")  # only the operator
-
         client = operator.node.create_client(Trigger, "reset_estop")
         assert _spin_until(everyone, client.service_is_ready)
         future = client.call_async(Trigger.Request())
@@ -113,8 +109,17 @@ def test_grants_are_enforced_and_strangers_are_not_heard(secure_env):
         before = len(received)
         stranger = subprocess.Popen([sys.executable, "-c", _STRANGER], env=env, stdout=subprocess.PIPE, text=True)
         _spin_until(everyone, lambda: stranger.poll() is not None, timeout_s=120.0)
-        assert stranger.wait() == 0 and "published" in stranger.stdout.read()
+        assert stranger.wait() == 0 and "published matched=False" in stranger.stdout.read(), "it saw the driver"
         assert len(received) == before, "an unauthenticated participant's command reached the driver"
+
+        # Outside a grant, creating the endpoint fails under Enforce (checked last: a refused endpoint leaves
+        # nothing behind that the exchanges above could depend on).
+        with pytest.raises(RuntimeError):
+            planner.node.create_publisher(String, topics.MODEL_UPDATE, qos.ANNOUNCE)  # only the finetuner
+        with pytest.raises(RuntimeError):
+            driver.node.create_publisher(Float64MultiArray, topics.COMMAND, 1)  # only the planner
+        with pytest.raises(RuntimeError):
+            planner.node.create_client(Trigger, "reset_estop")  # only the operator
     finally:
         for e in everyone:
             e.close()
