@@ -149,8 +149,7 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="simdist security init", description=__doc__.split("\n\n")[0])
     p.add_argument("robot", choices=ROBOTS, help="robot whose graph gets one enclave per node")
     p.add_argument("--keystore", type=Path, help="keystore folder (default: keystore/<robot>); must not exist")
-    p.add_argument("--domain-id", type=int, default=int(os.environ.get("ROS_DOMAIN_ID") or 0),
-                   help="ROS_DOMAIN_ID of the graph (default: $ROS_DOMAIN_ID or 0)")
+    p.add_argument("--domain-id", type=int, help="ROS_DOMAIN_ID of the graph (default: $ROS_DOMAIN_ID or 0)")
     p.add_argument("--mode", choices=sorted(_MODES), default="both",
                    help="enclaves for the simulated graph, the real one, or both (default)")
     p.add_argument("--valid-days", type=int, default=365, help="lifetime of CA, identities and grants")
@@ -162,7 +161,11 @@ def main(argv: list[str] | None = None) -> int:
     ns = _parser().parse_args(sys.argv[1:] if argv is None else argv)
     path = (ns.keystore or Path("keystore") / ns.robot).expanduser().absolute()
     try:
-        config = KeystoreConfig(path=path, robot=ns.robot, domain_id=ns.domain_id, mode=ns.mode,
+        env_domain = os.environ.get("ROS_DOMAIN_ID") or "0"
+        if ns.domain_id is None and not env_domain.isdigit():
+            raise ValueError(f"ROS_DOMAIN_ID={env_domain!r} is not a domain id; pass --domain-id")
+        domain_id = ns.domain_id if ns.domain_id is not None else int(env_domain)
+        config = KeystoreConfig(path=path, robot=ns.robot, domain_id=domain_id, mode=ns.mode,
                                 valid_days=ns.valid_days)
         enclaves = create_keystore(config)
     except (ValueError, FileExistsError) as exc:
