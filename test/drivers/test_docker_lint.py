@@ -67,13 +67,26 @@ def test_compose_services_use_host_networking_and_existing_files():
         for volume in service.get("volumes", []):
             match = re.match(r"^\$\{\w+:-([^}]+)\}", volume)  # ${VAR:-default}:/container/path
             host = match.group(1) if match else volume.split(":")[0]
-            # runs/ and checkpoints/ are created at run time; every other mounted file must exist.
-            assert (DOCKER / host).resolve().exists() or host.endswith(("runs", "checkpoints")), volume
+            # runs/, checkpoints/ and keystore/ are created at run time; every other mounted file must exist.
+            assert (DOCKER / host).resolve().exists() or host.endswith(("runs", "checkpoints", "keystore")), volume
 
 
 def test_build_context_excludes_the_venv():
     ignore = (DOCKER / "Dockerfile.dockerignore").read_text().split()
     assert ".venv" in ignore and ".git" in ignore
+    assert "keystore" in ignore, "DDS security keys (the CA key too) must never be baked into an image"
+
+
+def test_security_is_a_compose_switch_and_the_build_runs_the_security_tests():
+    services = yaml.safe_load((DOCKER / "compose.yaml").read_text())["services"]
+    for name, service in services.items():
+        assert "security:=${SIMDIST_SECURITY:-false}" in service["command"], name
+        assert "../keystore:/opt/simdist/keystore:ro" in service["volumes"], name
+    text = (DOCKER / "Dockerfile").read_text()
+    assert "SIMDIST_REQUIRE_DDS_SECURITY=1" in text, "a skipped security test must fail the image build"
+    for test in re.findall(r"test/ros/(test_security_\w+\.py)", text):
+        assert (ROOT / "test" / "ros" / test).is_file(), test
+    assert len(re.findall(r"test/ros/(test_security_\w+\.py)", text)) == 3
 
 
 def test_entrypoint_is_valid_bash():

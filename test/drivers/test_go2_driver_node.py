@@ -21,6 +21,7 @@ from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
 from sensor_msgs.msg import JointState
 from simdist_core.sim import go2_constants as gc
+from simdist_ros.access_policy import node_access, observed_access
 from std_msgs.msg import Bool, Float64MultiArray
 from std_srvs.srv import Trigger
 
@@ -171,6 +172,14 @@ def test_driver_node_topics_services_and_estop(graph):
     assert _wait(lambda: sim.stats()["cmds"][-1][0, 3] > 0.0)
     driver.close()
     assert _wait(lambda: sim.stats()["cmds"][-1][0, 3] == 0.0)
+
+
+def test_driver_node_uses_exactly_its_grant(graph):
+    """Its publishers, subscriptions and services are its entry in the access-policy table (DDS permissions)."""
+    _sim, driver, peer = graph
+    expected = node_access("go2", driver.get_name(), sim=False)
+    assert _wait(lambda: observed_access(peer, driver.get_name()) == expected)
+    assert observed_access(peer, driver.get_name()) == expected
 
 
 def test_entry_point_without_a_robot_exits_with_the_cyclonedds_hint():

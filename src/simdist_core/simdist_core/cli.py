@@ -28,6 +28,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("checkpoint", "simdist_core.checkpoint:main", "inspect / verify a checkpoint"),
     ("config show", "simdist_core.config_show:main", "every --set key of a task or command: type, default, meaning"),
     ("launch", "simdist_ros.launcher:main", "start the ROS 2 node graph without ros2launch (pip installs)"),
+    ("security init", "simdist_ros.keystore:main", "DDS security keystore (SROS2 layout) for a robot's graph"),
     ("demo", "simdist_ros.demo:main", "the main job: simulated robot adapting live, with a progress plot"),
 )
 

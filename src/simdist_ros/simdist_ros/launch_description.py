@@ -12,9 +12,11 @@ translation testable) without them.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from simdist_ros.graph import ProcessSpec, create_key_files, load_graph
+from simdist_ros.secure_launch import secure_plan
 
 
 def node_kwargs(spec: ProcessSpec) -> dict[str, Any]:
@@ -62,14 +64,15 @@ def _graph_nodes(context: Any, robot: str) -> list[Any]:  # noqa: ANN401
     graph = load_graph(robot)
     values = {a.name: LaunchConfiguration(a.name).perform(context) for a in graph.arguments}
     plan = graph.plan(values)
+    secure = secure_plan(plan.arguments, plan.processes, os.environ)  # security:=true, the discovery range
     create_key_files(list(plan.processes))  # the planner/finetuner key (owner-only) exists before any node starts
-    return [_node(spec) for spec in plan.processes]
+    return [_node(spec, secure.env) for spec in secure.nodes]
 
 
-def _node(spec: ProcessSpec) -> Any:  # noqa: ANN401  (launch_ros.actions.Node)
-    """One ``Node``; ``on_exit: shutdown`` becomes a ``Shutdown`` action run when the process exits."""
+def _node(spec: ProcessSpec, env: dict[str, str]) -> Any:  # noqa: ANN401  (launch_ros.actions.Node)
+    """One ``Node`` with ``env`` added to its environment; ``on_exit: shutdown`` becomes a ``Shutdown`` action."""
     from launch.actions import Shutdown
     from launch_ros.actions import Node
 
     on_exit = [Shutdown(reason=f"node {spec.name} exited (on_exit: shutdown)")] if spec.on_exit == "shutdown" else None
-    return Node(**node_kwargs(spec), on_exit=on_exit)
+    return Node(**node_kwargs(spec), on_exit=on_exit, additional_env=env or None)

@@ -38,6 +38,7 @@ from simdist_ros.graph import (
     create_key_files,
     load_graph,
 )
+from simdist_ros.secure_launch import secure_plan
 
 _BOOT = "import sys; from {module} import {func} as _m; sys.exit(_m())"
 
@@ -123,6 +124,8 @@ class GraphProcess:
         self.skipped = [p.name for p in self.plan.processes if p.external]
         self.log_dir = log_dir
         self.env = {**os.environ, **(env or {})}
+        secure = secure_plan(self.arguments, self.nodes, self.env)  # security:=true, the discovery range
+        self.nodes, self.env = secure.nodes, {**self.env, **secure.env}
         self.children: dict[str, _Child] = {}
         self.exit_codes: dict[str, int] = {}
         self.failed: list[str] = []

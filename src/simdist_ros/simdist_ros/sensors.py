@@ -26,6 +26,12 @@ SENSOR_TOPICS: dict[str, tuple[str, ...]] = {
     "ur5e": ("joint_states", "odom", "wrench", "camera"),
 }
 """Sensor messages an observation needs, per robot (``camera`` = ``topics.CAMERA_IMAGE``)."""
+PUBLISHED_SENSORS: dict[str, tuple[str, ...]] = {
+    "go2": (*SENSOR_TOPICS["go2"], "foot_contacts"),
+    "ur5e": SENSOR_TOPICS["ur5e"],
+}
+"""The keys of :func:`sensors_to_messages` per robot: what a simulated robot publishes (and nothing else, so
+it needs no grant for another robot's topics under DDS security)."""
 
 BASE_FRAME = {"go2": "base_link", "ur5e": "base"}
 """Frame of base-frame quantities per robot."""

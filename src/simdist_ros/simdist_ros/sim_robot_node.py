@@ -64,7 +64,7 @@ from std_srvs.srv import Trigger
 from simdist_ros import msgs, qos, topics
 from simdist_ros.params import P, TunableParams, declare_table
 from simdist_ros.runtime import executor_counts, run_node
-from simdist_ros.sensors import joint_names, sensors_to_messages
+from simdist_ros.sensors import PUBLISHED_SENSORS, joint_names, sensors_to_messages
 
 os.environ.setdefault("MUJOCO_GL", "egl")  # headless rendering (UR5e camera) on a machine without a display
 
@@ -152,7 +152,8 @@ class SimRobotNode(Node):
         self._rtf_window = (time.monotonic(), 0)
 
         self._pubs = {}
-        for key, msg_type in _SENSOR_TYPES.items():
+        for key in PUBLISHED_SENSORS[self.spec.name]:  # this robot's sensors only (least privilege)
+            msg_type = _SENSOR_TYPES[key]
             topic = _SENSOR_TOPIC[key] if key in _SENSOR_TOPIC else getattr(topics, key.upper())
             self._pubs[key] = self.create_publisher(msg_type, topic, qos.SENSOR)
         self._clock_pub = self.create_publisher(Clock, topics.CLOCK, QoSProfile(depth=10))
