@@ -102,6 +102,21 @@ def test_estop_latches_until_reset_then_needs_stand_up():
     assert safety.stand_up(ZERO, ZERO, 5.1, 0.1)
 
 
+def test_estop_during_stand_up_damps_at_once_and_the_sequence_does_not_resume():
+    safety = SafetyController(_make_config(max_step_rad=1.0, max_tracking_error_rad=2.0))
+    start = np.full(J, -0.5)
+    assert safety.stand_up(start, ZERO, 0.0, duration_s=1.0)
+    assert safety.send(start, ZERO, 0.3).mode is Mode.SEQUENCE
+    safety.estop("operator pressed L2+B during stand-up")
+    sent = safety.send(np.full(J, -0.35), ZERO, 0.31)  # the very next tick
+    assert sent.mode is Mode.ESTOP
+    assert sent.kp == 0 and sent.kd > 0, "damping: no position gain, velocity gain only"
+    for t in (0.5, 1.0, 2.0):  # past the sequence's end: still damped, never back to the stand-up pose
+        assert safety.send(np.full(J, -0.35), ZERO, t).mode is Mode.ESTOP
+    safety.reset()
+    assert safety.send(ZERO, ZERO, 2.1).mode is Mode.DAMP, "a reset leaves the robot damped, not standing"
+
+
 def test_overspeed_and_nan_state_latch_the_estop():
     safety = _make_active()
     sent = safety.send(ZERO, np.array([0.0, 12.0, 0.0]), 1.0)

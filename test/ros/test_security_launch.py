@@ -49,9 +49,8 @@ def test_simulated_graph_discovers_on_this_host_unless_the_user_chose(monkeypatc
 def test_enclave_arguments_form_their_own_ros_args_section(tmp_path):
     (planner,) = with_enclaves([_node("planner")])
     assert planner.arguments == ("--ros-args", "--enclave", "/simdist/planner", "--", "-x")
-    node = next(n for n in load_graph("go2").resolve({"output_dir": str(tmp_path)}, share_dir="/x")
-                if n.name == "planner")
-    cmd = node_command(with_enclaves([node])[0], None, tmp_path / "o.yaml")
+    node = load_graph("go2").plan({"output_dir": str(tmp_path)}).process("planner")
+    cmd = node_command(with_enclaves([node])[0], tmp_path / "o.yaml")
     tail = cmd[cmd.index("--ros-args"):]
     assert tail[:4] == ["--ros-args", "--enclave", "/simdist/planner", "--"]
     assert tail[4:7] == ["--ros-args", "-r", "__node:=planner"], "the starter's own section follows, untouched"
@@ -85,7 +84,7 @@ def test_pip_launcher_refuses_security_in_one_line_where_the_dds_has_no_plugins(
     assert not REQUIRE, f"SIMDIST_REQUIRE_DDS_SECURITY=1 but the keystore did not load: {reason}"
     assert reason == NO_PLUGINS, reason
     assert code == 2
-    assert captured.err == f"simdist launch: {NO_PLUGINS}\n", "one line, saying why and what to use instead"
+    assert captured.err == f"simdist launch: error: {NO_PLUGINS}\n", "one line, saying why and what to use instead"
     assert captured.out == "" and not out_dir.exists(), "nothing was started or written"
 
 
@@ -95,9 +94,9 @@ def test_ros_launch_description_applies_the_same_plan():
     calls = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
     assert "secure_plan" in calls
     node_calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "Node"]
-    assert {k.arg for k in node_calls[0].keywords} >= {"arguments", "additional_env"}
+    assert "additional_env" in {k.arg for k in node_calls[0].keywords}
     iterated = {ast.unparse(c.generators[0].iter) for c in ast.walk(tree) if isinstance(c, ast.ListComp)}
-    assert "plan.nodes" in iterated and "resolved" not in iterated, "nodes come from the plan (enclaves)"
+    assert "secure.nodes" in iterated and "plan.processes" not in iterated, "nodes come from the secure plan (enclaves)"
 
 
 @pytest.mark.parametrize("robot", ("go2", "ur5e"))
