@@ -98,6 +98,7 @@ CASES = [
     (["demo", "--task", "go2/fom"], "'go2/fom'", "did you mean 'go2/foam'?"),
     (["demo", "--robot", "ur5"], "'ur5'", "did you mean 'ur5e'?"),
     (["demo", "--minutes", "0"], "--minutes 0", None),
+    (["demo", "--eval-episodes", "-1"], "--eval-episodes -1", None),
 ]
 
 

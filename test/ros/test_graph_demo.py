@@ -61,3 +61,30 @@ def test_adaptation_phases_compare_the_shipped_model_with_the_last_minute_of_ada
     no_swap.on_odom_x(0.0, 0.0)
     no_swap.on_odom_x(30.0, 1.0)
     assert no_swap.phases()["adapted"]["progress_per_min"] is None
+
+
+def test_fixed_seed_evaluation_compares_both_models_on_the_same_episodes(tmp_path):
+    from node_harness import tiny_world_model
+    from simdist_core.checkpoint import save_checkpoint
+
+    shipped, adapted = tmp_path / "shipped", tmp_path / "run" / "checkpoints" / "v0003"
+    save_checkpoint(shipped, tiny_world_model("go2", seed=0), version=1)
+    save_checkpoint(adapted, tiny_world_model("go2", seed=1), version=3)
+    ev = demo.fixed_seed_evaluation("go2/flat", shipped, adapted, episodes=2, seconds=0.2)
+    assert ev["first_seed"] == demo.EVAL_FIRST_SEED and ev["metric"] == "forward_progress_m"
+    for name in ("shipped", "adapted"):
+        assert [e["duration_s"] <= 0.2 + 1e-9 for e in ev[name]["per_episode"]] == [True, True]
+    if "adapted_over_shipped" in ev:  # a random tiny model may walk backwards: then there is no ratio
+        low, high = ev["adapted_over_shipped"][1:]
+        assert low <= ev["adapted_over_shipped"][0] <= high
+    else:
+        assert "undefined" in ev["adapted_over_shipped_error"]
+    text = demo._evaluation_lines(ev, "m forward")
+    assert "2 episodes, seeds 1001.." in text and "adapted / shipped" in text
+
+    prog = demo.Progress(kind="odom")
+    assert demo._last_adapted(tmp_path / "run", prog) is None, "no swap: nothing adapted to evaluate"
+    prog.swaps.append((50.0, "3"))
+    assert demo._last_adapted(tmp_path / "run", prog) == adapted
+    prog.swaps.append((80.0, "4"))
+    assert demo._last_adapted(tmp_path / "run", prog) is None, "a version whose folder is not there"

@@ -30,8 +30,8 @@ from typing import Any
 from simdist_core.cliargs import ArgumentParser, check_positive, cli_main
 
 DEMOS = {
-    "go2": {"unit": "m forward", "progress": "odom"},
-    "ur5e": {"unit": "insertions", "progress": "success"},
+    "go2": {"unit": "m forward", "progress": "odom", "eval_seconds": 10.0},
+    "ur5e": {"unit": "insertions", "progress": "success", "eval_seconds": 15.0},
 }
 """Robot -> progress measure (the task is the graph's default, ``graph.default_task``)."""
 
@@ -166,6 +166,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--output-dir", type=Path, help="default: runs/demo-<robot>-<UTC time>")
     p.add_argument("--no-adapt", action="store_true", help="zero-shot baseline: no replay buffer / finetuner")
     p.add_argument("--print-every-s", type=float, default=10.0, help="wall seconds between progress lines")
+    p.add_argument("--eval-episodes", type=int, default=10,
+                   help="after the run: the shipped and the last adapted model on this many fixed episodes "
+                        "(seeds 1001..), in-process, adapted / shipped with a 95 %% interval; 0 = skip")
     return p.parse_args(argv)
 
 
@@ -180,6 +183,7 @@ def validate(args: argparse.Namespace) -> tuple[str, Path]:
 
     for option, value in (("--minutes", args.minutes), ("--rtf", args.rtf), ("--print-every-s", args.print_every_s)):
         check_positive(option, value)
+    check_positive("--eval-episodes", args.eval_episodes, allow_zero=True)
     return (check_sim_task(args.robot, args.task or default_task(args.robot)),
             checkpoint_or_default(args.checkpoint, args.robot))
 
@@ -209,6 +213,58 @@ def _phase_lines(phases: dict[str, dict[str, float | None]], unit: str, swaps: i
                  + (f", share of the commanded distance {fmt(ratio['tracking_adapted_over_shipped'])}"
                     if ratio.get("tracking_adapted_over_shipped") is not None else ""))
     return "\n".join(lines)
+
+
+EVAL_FIRST_SEED = 1001
+"""First seed of the fixed evaluation episodes (the parity benchmark's seeds, so the figures compare)."""
+
+
+def fixed_seed_evaluation(task: str, shipped: Path, adapted: Path, episodes: int, seconds: float) -> dict[str, Any]:
+    """The shipped and the adapted checkpoint on the same fixed episodes, in-process; adapted / shipped [95 % CI].
+
+    The demo's before/after windows are a minute of randomly drawn commands each; this is the same
+    comparison on fixed seeds, as ``simdist bench adaptation`` and ``simdist bench parity`` measure.
+    """
+    from simdist_core.eval.stats import paired_ratio_ci
+
+    from simdist_ros.parity import METRIC, in_process
+
+    metric = METRIC[task.split("/")[0]]
+    runs = {name: in_process(task, path, episodes, seconds, EVAL_FIRST_SEED)["per_episode"]
+            for name, path in (("shipped", shipped), ("adapted", adapted))}
+    values = {name: [float(e.get(metric, 0.0)) for e in eps] for name, eps in runs.items()}
+    out: dict[str, Any] = {"task": task, "episodes": episodes, "seconds": seconds, "first_seed": EVAL_FIRST_SEED,
+                           "metric": metric, "adapted_checkpoint": str(adapted)}
+    for name, eps in runs.items():
+        out[name] = {"metric_mean": round(sum(values[name]) / episodes, 3),
+                     "falls": int(sum(float(e.get("fell", 0.0)) for e in eps)), "per_episode": eps}
+    try:
+        ratio, low, high = paired_ratio_ci(values["adapted"], values["shipped"])
+        out["adapted_over_shipped"] = [round(ratio, 3), round(low, 3), round(high, 3)]
+    except ValueError as exc:  # e.g. the shipped UR5e model inserted nothing: no ratio
+        out["adapted_over_shipped_error"] = str(exc)
+    return out
+
+
+def _evaluation_lines(ev: dict[str, Any], unit: str) -> str:
+    s, a = ev["shipped"], ev["adapted"]
+    ratio = ev.get("adapted_over_shipped")
+    tail = (f"{ratio[0]:.2f}x [95 % CI {ratio[1]:.2f}, {ratio[2]:.2f}]" if ratio
+            else ev.get("adapted_over_shipped_error", "-"))
+    return (f"fixed-seed evaluation, in-process ({ev['episodes']} episodes, seeds {ev['first_seed']}.., "
+            f"<= {ev['seconds']:g} s):\n"
+            f"  shipped  {s['metric_mean']:.2f} {unit} per episode, falls {s['falls']}\n"
+            f"  adapted  {a['metric_mean']:.2f} {unit} per episode, falls {a['falls']}\n"
+            f"  adapted / shipped: {tail}")
+
+
+def _last_adapted(out: Path, prog: Progress) -> Path | None:
+    """The checkpoint the planner ran last, if it is a finetuned one (``<output_dir>/checkpoints/v<N>``)."""
+    if not prog.swaps:
+        return None
+    version = str(prog.swaps[-1][1])
+    path = out / "checkpoints" / f"v{int(version):04d}" if version.isdigit() else None
+    return path if path is not None and (path / "manifest.json").is_file() else None
 
 
 def plot_progress(prog: Progress, unit: str, title: str, path: Path) -> Path:
@@ -327,8 +383,15 @@ def main(argv: list[str]) -> int:
                "progress_total": prog.total, "unit": demo["unit"], "adaptation": phases, "swaps": prog.swaps,
                "planner": prog.planner, "finetuner": prog.finetuner, "robot_diagnostics": prog.robot,
                "exit_codes": codes}
-    (out / "summary.json").write_text(json.dumps(summary, indent=1))
     print(_line(prog, demo["unit"]))
     print(_phase_lines(phases, demo["unit"], len(prog.swaps)))
+    adapted = _last_adapted(out, prog)
+    if args.eval_episodes and adapted is not None and not failed:
+        print(f"simdist demo: evaluating the shipped and the adapted model ({adapted.name}) on "
+              f"{args.eval_episodes} fixed episodes each, in-process", flush=True)
+        summary["fixed_seed_evaluation"] = fixed_seed_evaluation(task, checkpoint, adapted, args.eval_episodes,
+                                                                 demo["eval_seconds"])
+        print(_evaluation_lines(summary["fixed_seed_evaluation"], demo["unit"]))
+    (out / "summary.json").write_text(json.dumps(summary, indent=1))
     print(f"simdist demo: wrote {png} and {out / 'summary.json'}; exit codes {codes}")
     return 1 if failed or any(codes.values()) else 0
