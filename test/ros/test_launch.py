@@ -11,7 +11,6 @@ signatures copy the real ones (launch 3.7, launch_ros 0.28), so a misspelt keywo
 import ast
 import importlib
 import sys
-import time
 import types
 from pathlib import Path
 
@@ -378,8 +377,9 @@ def test_pip_launcher_respawns_as_launch_does(tmp_path):
 
 @pytest.mark.timeout(60)
 def test_pip_launcher_ends_when_every_node_is_gone(tmp_path):
-    """As ``ros2 launch``: nothing left running (an ``on_exit: log`` node exited) ends the launch."""
+    """As ``ros2 launch``: nothing left running (an ``on_exit: log`` node exited) ends the launch.
+
+    No duration is given, so only the last node's exit can end ``run`` (the pytest timeout guards a hang)."""
     proc = GraphProcess(_crasher_graph(tmp_path, on_exit="log"), log_dir=tmp_path / "logs")
-    t0 = time.monotonic()
-    assert proc.run(duration_s=50.0) == 1
-    assert time.monotonic() - t0 < 30 and proc.starts == {"crasher": 1} and proc.exit_codes == {"crasher": 2}
+    assert proc.run(duration_s=None) == 1
+    assert proc.starts == {"crasher": 1} and proc.exit_codes == {"crasher": 2}
