@@ -225,19 +225,20 @@ def fixed_seed_evaluation(task: str, shipped: Path, adapted: Path, episodes: int
     The demo's before/after windows are a minute of randomly drawn commands each; this is the same
     comparison on fixed seeds, as ``simdist bench adaptation`` and ``simdist bench parity`` measure.
     """
-    from simdist_core.eval.stats import paired_ratio_ci
+    from simdist_core.eval.stats import EPISODE_METRIC, episode_summary, episode_values, paired_ratio_ci
 
-    from simdist_ros.parity import METRIC, in_process
+    from simdist_ros.parity import in_process
 
-    metric = METRIC[task.split("/")[0]]
     runs = {name: in_process(task, path, episodes, seconds, EVAL_FIRST_SEED)["per_episode"]
             for name, path in (("shipped", shipped), ("adapted", adapted))}
-    values = {name: [float(e.get(metric, 0.0)) for e in eps] for name, eps in runs.items()}
+    values = {name: episode_values(eps, task) for name, eps in runs.items()}
     out: dict[str, Any] = {"task": task, "episodes": episodes, "seconds": seconds, "first_seed": EVAL_FIRST_SEED,
-                           "metric": metric, "adapted_checkpoint": str(adapted)}
+                           "metric": EPISODE_METRIC[task.split("/")[0]],
+                           "adapted_checkpoint": str(adapted)}
     for name, eps in runs.items():
-        out[name] = {"metric_mean": round(sum(values[name]) / episodes, 3),
-                     "falls": int(sum(float(e.get("fell", 0.0)) for e in eps)), "per_episode": eps}
+        summary = episode_summary(eps, task)
+        out[name] = {"metric_mean": summary["metric_mean"], "metric_ci95": summary["metric_ci95"],
+                     "falls": summary["falls"], "per_episode": eps}
     try:
         ratio, low, high = paired_ratio_ci(values["adapted"], values["shipped"])
         out["adapted_over_shipped"] = [round(ratio, 3), round(low, 3), round(high, 3)]

@@ -39,8 +39,6 @@ from simdist_core.cliargs import ArgumentParser, UsageError, check_list, check_p
 
 from simdist_ros import procmem
 
-METRIC = {"go2": "forward_progress_m", "ur5e": "success"}
-"""The per-episode task metric of each robot (``RobotEnv.metrics``)."""
 EPISODE_LENGTH_KEY = {"go2": "episode_length_s", "ur5e": "episode_s"}
 """Env config key of the episode length: the graph's episodes end where the evaluation's do."""
 
@@ -77,37 +75,35 @@ def through_graph(args: argparse.Namespace, task: str, checkpoint: Path, out: Pa
     return report
 
 
-def side_summary(per_episode: list[dict[str, Any]], robot: str) -> dict[str, Any]:
-    """Mean metric per episode with its interval, falls, metric per simulated minute."""
-    from simdist_core.eval.stats import mean_ci
+def side_summary(per_episode: list[dict[str, Any]], task: str) -> dict[str, Any]:
+    """Mean metric per episode with its interval, falls (Go2), metric per simulated minute."""
+    from simdist_core.eval.stats import episode_summary, episode_values
 
-    metric = [float(e.get(METRIC[robot], 0.0)) for e in per_episode]
+    out = episode_summary(per_episode, task)
+    del out["metric"]
+    if not task.startswith("go2"):  # only the Go2 falls
+        del out["falls"]
     sim_s = sum(float(e.get("duration_s", e.get("sim_s", 0.0))) for e in per_episode)
-    mean, low, high = mean_ci(metric)
-    out = {"episodes": len(metric), "metric_mean": round(mean, 3), "metric_ci95": [round(low, 3), round(high, 3)],
-           "sim_s": round(sim_s, 2), "metric_per_min": round(sum(metric) / (sim_s / 60.0), 3) if sim_s else None}
-    if robot == "go2":
-        out["falls"] = int(sum(float(e.get("fell", 0.0)) for e in per_episode))
+    out["sim_s"] = round(sim_s, 2)
+    out["metric_per_min"] = round(sum(episode_values(per_episode, task)) / (sim_s / 60.0), 3) if sim_s else None
     return out
 
 
 def compare(task: str, local: dict[str, Any], graph: dict[str, Any]) -> dict[str, Any]:
     """One task's row: both sides summarised on the same seeds, and the paired ratio."""
-    from simdist_core.eval.stats import paired_ratio_ci
+    from simdist_core.eval.stats import episode_values, paired_ratio_ci
 
-    robot = task.split("/")[0]
     row: dict[str, Any] = {"task": task, "in_process": local, "graph": graph,
-                           "in_process_summary": side_summary(local["per_episode"], robot)}
+                           "in_process_summary": side_summary(local["per_episode"], task)}
     if "per_episode" not in graph:
         return row
-    row["graph_summary"] = side_summary(graph["per_episode"], robot)
+    row["graph_summary"] = side_summary(graph["per_episode"], task)
     seeds_local = [e["seed"] for e in local["per_episode"]]
     seeds_graph = [e["seed"] for e in graph["per_episode"]]
     if seeds_local != seeds_graph:
         row["error"] = f"the sides ran different seeds: {seeds_local} vs {seeds_graph}"
         return row
-    g = [float(e.get(METRIC[robot], 0.0)) for e in graph["per_episode"]]
-    i = [float(e.get(METRIC[robot], 0.0)) for e in local["per_episode"]]
+    g, i = episode_values(graph["per_episode"], task), episode_values(local["per_episode"], task)
     try:
         ratio, low, high = paired_ratio_ci(g, i)
         row.update(ratio=round(ratio, 3), ratio_ci95=[round(low, 3), round(high, 3)],
@@ -123,12 +119,12 @@ def adaptation(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, 
     Raises:
         UsageError: a task without per-episode results on both sides, or different seeds.
     """
-    from simdist_core.eval.stats import paired_ratio_ci, ratio_of_ratios_ci
+    from simdist_core.eval.stats import episode_values, paired_ratio_ci, ratio_of_ratios_ci
 
     rows = []
     before_tasks = {r["task"]: r for r in before["tasks"]}
     for row in after["tasks"]:
-        task, robot = row["task"], row["task"].split("/")[0]
+        task = row["task"]
         if task not in before_tasks:
             continue
         series = {}
@@ -137,8 +133,7 @@ def adaptation(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, 
                 episodes = report[side].get("per_episode")
                 if not episodes:
                     raise UsageError(f"{task}: the {when} report has no {side} episodes")
-                metric = [float(e.get(METRIC[robot], 0.0)) for e in episodes]
-                series[when, side] = ([e["seed"] for e in episodes], metric)
+                series[when, side] = ([e["seed"] for e in episodes], episode_values(episodes, task))
         seeds = {tuple(v[0]) for v in series.values()}
         if len(seeds) != 1:
             raise UsageError(f"{task}: the reports ran different seeds; compare runs of the same --seed and --episodes")

@@ -73,7 +73,7 @@ def planner_config(manifest: Any, budget: Budget) -> Any:  # noqa: ANN401
 def run_point(model: Any, manifest: Any, task: str, budget: Budget, args: argparse.Namespace) -> dict[str, Any]:  # noqa: ANN401
     """Evaluate one budget on one task; per-episode results and their summary."""
     from simdist_core.eval.closed_loop import EvalConfig, evaluate
-    from simdist_core.eval.stats import mean_ci
+    from simdist_core.eval.stats import episode_summary
     from simdist_core.planning.mppi import MPPIPlanner
 
     cfg = planner_config(manifest, budget)
@@ -82,14 +82,12 @@ def run_point(model: Any, manifest: Any, task: str, budget: Budget, args: argpar
     planner = MPPIPlanner(model, cfg, seed=args.seed)
     result = evaluate(model, EvalConfig(task=task, episodes=args.episodes, seconds=args.seconds, seed=args.seed),
                       planner=planner, manifest=manifest)  # fmt: skip
-    metric_key = "success" if task.startswith("ur5e") else "forward_progress_m"
-    values = [float(m.get(metric_key, 0.0)) for m in result["per_episode"]]
-    mean, low, high = mean_ci(values)
+    summary = episode_summary(result["per_episode"], task)
     return {
         "task": task, "budget": budget.label, "planner": to_dict(cfg),
         "rollouts_per_tick": cfg.num_samples * cfg.iterations + cfg.num_pi_samples + 1,
-        "metric": metric_key, "metric_mean": round(mean, 3), "metric_ci95": [round(low, 3), round(high, 3)],
-        "falls": int(sum(float(m.get("fell", 0.0)) for m in result["per_episode"])),
+        "metric": summary["metric"], "metric_mean": summary["metric_mean"], "metric_ci95": summary["metric_ci95"],
+        "falls": summary["falls"],
         "plan_ms_p50": round(result["plan_ms_p50"], 2), "plan_ms_p99": round(result["plan_ms_p99"], 2),
         "wall_s": round(result["wall_s"], 1), "per_episode": result["per_episode"],
     }  # fmt: skip

@@ -14,6 +14,23 @@ import numpy as np
 RESAMPLES = 5000
 """Bootstrap resamples: the 2.5/97.5 % quantiles move by < 1 % of the interval between reruns."""
 
+EPISODE_METRIC = {"go2": "forward_progress_m", "ur5e": "success"}
+"""Robot -> the per-episode task metric key of ``RobotEnv.metrics`` (what evaluations compare)."""
+
+
+def episode_values(per_episode: Sequence[dict], task: str) -> list[float]:
+    """The task metric of each episode (``EPISODE_METRIC`` of the task's robot; 0 where an episode lacks it)."""
+    key = EPISODE_METRIC[task.split("/")[0]]
+    return [float(e.get(key, 0.0)) for e in per_episode]
+
+
+def episode_summary(per_episode: Sequence[dict], task: str) -> dict:
+    """Episodes, metric key, mean metric per episode with its 95 % interval, and falls (episodes that fell)."""
+    mean, low, high = mean_ci(episode_values(per_episode, task))
+    return {"episodes": len(per_episode), "metric": EPISODE_METRIC[task.split("/")[0]],
+            "metric_mean": round(mean, 3), "metric_ci95": [round(low, 3), round(high, 3)],
+            "falls": int(sum(float(e.get("fell", 0.0)) for e in per_episode))}
+
 
 def mean_ci(values: Sequence[float], level: float = 0.95, seed: int = 0) -> tuple[float, float, float]:
     """(mean, low, high): the mean of ``values`` and its bootstrap interval.
