@@ -73,3 +73,24 @@ def test_reports_of_different_seeds_are_not_compared(tmp_path, capsys):
     b.write_text(json.dumps(after))
     assert parity.main(["--before", str(a), "--after", str(b)]) == 2
     assert "different seeds" in capsys.readouterr().err
+
+
+def test_the_graph_side_runs_at_the_asked_real_time_factor_on_the_same_seeds(monkeypatch, tmp_path):
+    from argparse import Namespace
+
+    from simdist_ros import graph_bench
+
+    seen = {}
+
+    def fake_run_one(args, executor, out, checkpoint, label, parameters):
+        seen.update(args=args, parameters=parameters)
+        return {"episodes": [{"seed": 1001, "cause": "time_limit", "metrics": {"forward_progress_m": 1.0},
+                              "start_s": 10.02, "end_s": 20.02}]}
+
+    monkeypatch.setattr(graph_bench, "run_one", fake_run_one)
+    args = Namespace(rtf=0.5, episodes=1, seconds=10.0, seed=1000)
+    report = parity.through_graph(args, "go2/foam", tmp_path / "ckpt", tmp_path)
+    sim = seen["parameters"]["sim_robot"]
+    assert sim["real_time_factor"] == 0.5 and sim["lockstep"] is False
+    assert (sim["seed"], sim["episode_seeds"], sim["overrides"]) == (1000, True, ["episode_length_s=10.0"])
+    assert seen["args"].episodes == 1 and report["per_episode"][0]["seed"] == 1001

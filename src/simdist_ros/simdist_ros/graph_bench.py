@@ -236,7 +236,7 @@ def run_one(args: argparse.Namespace, executor: str, out: Path, checkpoint: Path
                 start = snapshot(monitor, graph)
                 print(f"[graph bench] {label}: measuring {_window_text(args)}", flush=True)
         report.update(window_report(start, snapshot(monitor, graph)))
-        if getattr(args, "episodes", 0):
+        if args.episodes:
             report["episodes"] = [monitor.episodes[k] for k in range(1, args.episodes + 1)]
         report["diagnostics_end"] = {k: dict(v) for k, v in monitor.diagnostics.items()}
         report["robot_series"] = {"columns": ["sim_s", "steps", "fresh_command_steps", "delay_0_steps",
@@ -250,21 +250,19 @@ def run_one(args: argparse.Namespace, executor: str, out: Path, checkpoint: Path
 def _phases(args: argparse.Namespace, monitor: Monitor) -> list[tuple[str, Any]]:
     """(phase name, reached?) for the warm-up and the window.
 
-    By simulated time (``--warmup-s``, ``--seconds``), or, with ``args.episodes`` = N, by episodes: the
-    warm-up is episode 0 (the graph coming up while the robot already runs), the window episodes 1..N,
+    By simulated time (``--warmup-s``, ``--seconds``; ``args.episodes`` = 0), or, with ``args.episodes`` = N,
+    by episodes: the warm-up is episode 0 (the graph coming up while the robot already runs), the window episodes 1..N,
     so a comparison can use exactly the same episodes as an in-process evaluation.
     """
-    episodes = getattr(args, "episodes", 0)
-    if episodes:
+    if args.episodes:
         return [("warm-up", lambda: 0 in monitor.episodes),
-                ("window", lambda: all(k in monitor.episodes for k in range(1, episodes + 1)))]
+                ("window", lambda: all(k in monitor.episodes for k in range(1, args.episodes + 1)))]
     return [("warm-up", lambda: monitor.sim_time_s >= args.warmup_s),
             ("window", lambda: monitor.sim_time_s >= args.warmup_s + args.seconds)]
 
 
 def _window_text(args: argparse.Namespace) -> str:
-    episodes = getattr(args, "episodes", 0)
-    return f"episodes 1..{episodes}" if episodes else f"{args.seconds:g} simulated s"
+    return f"episodes 1..{args.episodes}" if args.episodes else f"{args.seconds:g} simulated s"
 
 
 ROWS = (("achieved rtf", "achieved_rtf"), ("ticks kept (robot)", "ticks_kept"),
@@ -310,6 +308,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--rtf", type=float, default=1.0, help="sim real-time factor")
     p.add_argument("--seconds", type=float, default=60.0, help="simulated seconds measured")
     p.add_argument("--warmup-s", type=float, default=15.0, help="simulated seconds before the window")
+    p.set_defaults(episodes=0)  # a window of simulated time; `simdist bench parity` measures episodes instead
     p.add_argument("--executor", default="single", help=f"comma list of {', '.join(EXECUTORS)}: one run each")
     p.add_argument("--compare", metavar="NODE.NAME=V1,V2,...",
                    help="one run per value of a node parameter (with the first executor), e.g. "

@@ -60,7 +60,7 @@ def in_process(task: str, checkpoint: Path, episodes: int, seconds: float, first
 
 def through_graph(args: argparse.Namespace, task: str, checkpoint: Path, out: Path) -> dict[str, Any]:
     """Episodes 1..N of the live graph (``simdist bench graph`` by episodes); per-episode results."""
-    from simdist_ros.graph_bench import run_one
+    from simdist_ros.graph_bench import run_one, run_parameters
 
     robot = task.split("/")[0]
     bench_args = argparse.Namespace(robot=robot, task=task, rtf=args.rtf, lockstep=False, no_adapt=True,
@@ -68,7 +68,8 @@ def through_graph(args: argparse.Namespace, task: str, checkpoint: Path, out: Pa
                                     episodes=args.episodes)  # fmt: skip
     extra = {"sim_robot": {"seed": args.seed, "episode_seeds": True,
                            "overrides": [f"{EPISODE_LENGTH_KEY[robot]}={args.seconds}"]}}  # fmt: skip
-    report = run_one(bench_args, "single", out, checkpoint, task.replace("/", "_"), extra)
+    parameters = run_parameters(bench_args, extra)  # the real-time factor and lockstep, as `simdist bench graph`
+    report = run_one(bench_args, "single", out, checkpoint, task.replace("/", "_"), parameters)
     if "episodes" in report:
         report["per_episode"] = [{"seed": e["seed"], "cause": e["cause"], **e["metrics"],
                                   "sim_s": round(e["end_s"] - e["start_s"], 3)} for e in report.pop("episodes")]
