@@ -82,6 +82,11 @@ def test_planner_node_plans_holds_and_hot_swaps(tmp_path):
         assert len(plans[-1].points) == 25 and len(plans[-1].joint_names) == 12
         assert len(markers[-1].markers[0].points) == 26  # H + 1 integrated base positions
         assert diag_values(diags, "planner")["model_version"] == "1"
+        # A latent that starts an episode clears the warm start (once per such latent); the others do not.
+        assert _int(diags, "warm_start_resets") == 0
+        latent_pub.publish(msgs.make_latent({"z": z, "context": ctx, "episode_start": np.ones(1)},
+                                            obs.node.get_clock().now().nanoseconds))
+        assert obs.spin_until(lambda: _int(diags, "warm_start_resets") == 1, 30.0, on_spin=feed)
 
         # 3. Latents stop: after stale_ticks the planner holds zeros and reports it.
         stale_before = _int(diags, "holds_stale")
