@@ -292,14 +292,14 @@ def plot_progress(prog: Progress, unit: str, title: str, path: Path) -> Path:
     return path
 
 
-def _listen(prog: Progress, context: Any) -> Any:  # noqa: ANN401  (rclpy objects)
-    import rclpy
+def _listen(prog: Progress) -> Any:  # noqa: ANN401  (simdist_ros.listener.Listener)
     from diagnostic_msgs.msg import DiagnosticArray
     from nav_msgs.msg import Odometry
 
     from simdist_ros import msgs, qos, topics
+    from simdist_ros.listener import Listener
 
-    node = rclpy.create_node("demo_monitor", context=context)
+    listener = Listener("demo_monitor")
 
     def on_diag(msg: DiagnosticArray) -> None:
         for status in msg.status:
@@ -315,14 +315,13 @@ def _listen(prog: Progress, context: Any) -> Any:  # noqa: ANN401  (rclpy object
         if prog.kind == "odom":
             prog.on_odom_x(msgs.stamp_to_ns(msg.header.stamp) * 1e-9, msg.pose.pose.position.x)
 
-    node.create_subscription(DiagnosticArray, topics.DIAGNOSTICS, on_diag, qos.RELIABLE)
-    node.create_subscription(Odometry, topics.ODOM, on_odom, qos.SENSOR)
+    listener.subscribe(DiagnosticArray, topics.DIAGNOSTICS, on_diag, qos.RELIABLE)
+    listener.subscribe(Odometry, topics.ODOM, on_odom, qos.SENSOR)
     if prog.kind == "odom":
         from geometry_msgs.msg import Twist
 
-        node.create_subscription(Twist, topics.TASK_COMMAND, lambda msg: prog.on_cmd_vel(float(msg.linear.x)),
-                                 qos.RELIABLE)
-    return node
+        listener.subscribe(Twist, topics.TASK_COMMAND, lambda msg: prog.on_cmd_vel(float(msg.linear.x)), qos.RELIABLE)
+    return listener
 
 
 @cli_main("simdist demo")
@@ -341,14 +340,8 @@ def main(argv: list[str]) -> int:
                    "adapt": "false" if args.no_adapt else "true"}
     graph = GraphProcess(load_graph(args.robot), launch_args, log_dir=out / "logs",
                          parameters={"sim_robot": {"real_time_factor": args.rtf, "lockstep": args.lockstep}})
-    import rclpy
-    from rclpy.executors import SingleThreadedExecutor
-
     prog = Progress(kind=demo["progress"])
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(_listen(prog, context))
+    listener = _listen(prog)
     print(f"simdist demo: {args.robot} on {task}, checkpoint {checkpoint}, {args.minutes:g} simulated minutes at "
           f"real-time factor {args.rtf:g}; node logs in {out / 'logs'} (Ctrl-C stops early)", flush=True)
     failed: list[str] = []
@@ -361,7 +354,7 @@ def main(argv: list[str]) -> int:
         graph.start()
         next_print = time.monotonic() + args.print_every_s
         while prog.sim_time_s < args.minutes * 60.0 and not failed:
-            executor.spin_once(timeout_sec=0.1)
+            listener.spin(0.1)
             failed = graph.poll()
             if time.monotonic() >= next_print:
                 print(_line(prog, demo["unit"]), flush=True)
@@ -371,8 +364,7 @@ def main(argv: list[str]) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous_term)
         codes = graph.stop()
-        executor.shutdown()
-        rclpy.shutdown(context=context)
+        listener.close()
     phases = prog.phases()
     ratio = phases["ratio"]["progress_adapted_over_shipped"]
     title = (f"SimDist demo: {args.robot} on {task}, real-time factor {args.rtf:g}\n"

@@ -66,19 +66,16 @@ class Monitor:
     """The simulated robot's ``episode_result`` reports by episode index (malformed ones are skipped)."""
 
     def __post_init__(self) -> None:
-        import rclpy
         from diagnostic_msgs.msg import DiagnosticArray
         from nav_msgs.msg import Odometry
-        from rclpy.executors import SingleThreadedExecutor
         from std_msgs.msg import String
 
         from simdist_ros import msgs, qos, topics
         from simdist_ros.demo import Progress
+        from simdist_ros.listener import Listener
 
         self.progress = Progress(kind="odom" if self.robot == "go2" else "success")
-        self.context = rclpy.Context()
-        rclpy.init(context=self.context)
-        self.node = rclpy.create_node("graph_bench_monitor", context=self.context)
+        self.listener = Listener("graph_bench_monitor")
 
         def on_diag(msg: DiagnosticArray) -> None:
             for status in msg.status:
@@ -107,11 +104,9 @@ class Monitor:
             except (ValueError, KeyError, TypeError):
                 print(f"[graph bench] ignoring a malformed episode_result: {msg.data[:200]!r}", flush=True)
 
-        self.node.create_subscription(DiagnosticArray, topics.DIAGNOSTICS, on_diag, qos.RELIABLE)
-        self.node.create_subscription(String, topics.EPISODE_RESULT, on_result, qos.EPISODE_RESULT)
-        self.node.create_subscription(Odometry, topics.ODOM, on_odom, qos.SENSOR)
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
+        self.listener.subscribe(DiagnosticArray, topics.DIAGNOSTICS, on_diag, qos.RELIABLE)
+        self.listener.subscribe(String, topics.EPISODE_RESULT, on_result, qos.EPISODE_RESULT)
+        self.listener.subscribe(Odometry, topics.ODOM, on_odom, qos.SENSOR)
 
     @property
     def swaps(self) -> int:
@@ -125,17 +120,11 @@ class Monitor:
 
     def spin(self, seconds: float) -> None:
         """Handle messages for ``seconds`` of wall time."""
-        t_end = time.monotonic() + seconds
-        while (left := t_end - time.monotonic()) > 0:
-            self.executor.spin_once(timeout_sec=min(0.05, left))
+        self.listener.spin(seconds)
 
     def close(self) -> None:
         """Destroy the node and the private context."""
-        import rclpy
-
-        self.executor.shutdown()
-        self.node.destroy_node()
-        rclpy.shutdown(context=self.context)
+        self.listener.close()
 
 
 def snapshot(monitor: Monitor, graph: Any) -> Snapshot:  # noqa: ANN401  (launcher.GraphProcess)

@@ -233,35 +233,25 @@ class _Diagnostics:
     """Newest ``/diagnostics`` values per status name, in a private rclpy context."""
 
     def __init__(self) -> None:
-        import rclpy
         from diagnostic_msgs.msg import DiagnosticArray
-        from rclpy.executors import SingleThreadedExecutor
 
         from simdist_ros import msgs, qos, topics
+        from simdist_ros.listener import Listener
 
         self.latest: dict[str, dict[str, str]] = {}
-        self.context = rclpy.Context()
-        rclpy.init(context=self.context)
-        self.node = rclpy.create_node("soak_monitor", context=self.context)
+        self.listener = Listener("soak_monitor")
 
         def on_diag(msg: DiagnosticArray) -> None:
             for status in msg.status:
                 self.latest[status.name] = msgs.status_values(status)
 
-        self.node.create_subscription(DiagnosticArray, topics.DIAGNOSTICS, on_diag, qos.RELIABLE)
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
+        self.listener.subscribe(DiagnosticArray, topics.DIAGNOSTICS, on_diag, qos.RELIABLE)
 
     def spin_until(self, t_end: float) -> None:
-        while time.monotonic() < t_end:
-            self.executor.spin_once(timeout_sec=max(0.0, min(0.1, t_end - time.monotonic())))
+        self.listener.spin_until(t_end, step_s=0.1)
 
     def close(self) -> None:
-        import rclpy
-
-        self.executor.shutdown()
-        self.node.destroy_node()
-        rclpy.shutdown(context=self.context)
+        self.listener.close()
 
 
 def _sample_loop(graph: Any, series: dict[str, Series], monitor: Series, diag: _Diagnostics,  # noqa: ANN401
