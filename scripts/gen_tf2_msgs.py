@@ -86,8 +86,9 @@ def build(c_root: Path, py_root: Path, prefix: Path, site: Path, work: Path) -> 
 
     libdir = prefix / "lib"
     inc = prefix / "include"
-    includes = [c_root.parent, inc, *sorted(p for p in inc.iterdir() if p.is_dir()), Path(sysconfig.get_paths()["include"]),
-                Path(numpy.get_include())]  # fmt: skip
+    # The prefix's include/ first: the system may have an older fastcdr whose headers the generated code cannot use.
+    includes = [c_root.parent, inc, *sorted(p for p in inc.iterdir() if p.is_dir()),
+                Path(sysconfig.get_paths()["include"]), Path(numpy.get_include())]
     msg = c_root / "msg"
     lib = f"{PACKAGE}__rosidl"
     deps = lambda suffix: [f"{d}__rosidl_{suffix}" for d in DEPENDENCIES]  # noqa: E731
@@ -103,8 +104,8 @@ def build(c_root: Path, py_root: Path, prefix: Path, site: Path, work: Path) -> 
     _compile(so(f"{lib}_typesupport_introspection_c"), [*msg.glob("detail/*__type_support.c")], includes,
              [f"{lib}_generator_c", *deps("typesupport_introspection_c"), *deps("generator_c"), *base], libdir)
     _compile(so(f"{lib}_typesupport_fastrtps_c"), [*msg.glob("detail/*__type_support_c.cpp")], includes,
-             [f"{lib}_generator_c", *deps("typesupport_fastrtps_c"), *deps("generator_c"), "rosidl_typesupport_fastrtps_c",
-              "rosidl_typesupport_fastrtps_cpp", "fastcdr", "rmw", *base], libdir)  # fmt: skip
+             [f"{lib}_generator_c", *deps("typesupport_fastrtps_c"), *deps("generator_c"),
+              "rosidl_typesupport_fastrtps_c", "rosidl_typesupport_fastrtps_cpp", "fastcdr", "rmw", *base], libdir)
     _compile(so(f"{lib}_typesupport_c"), [*msg.glob("*__type_support.cpp")], includes,
              [f"{lib}_generator_c", "rosidl_typesupport_c", "rcpputils", *base], libdir)
     _compile(so(f"{lib}_generator_py"), [*(py_root / "msg").glob("*_s.c")], includes,
@@ -120,7 +121,8 @@ def build(c_root: Path, py_root: Path, prefix: Path, site: Path, work: Path) -> 
                                                                                           work / "share")):
         if target.exists():
             shutil.rmtree(target)
-        shutil.copytree(source, target, ignore=shutil.ignore_patterns("*.c", "*.cpp") if target.parent == site else None)
+        sources_only = shutil.ignore_patterns("*.c", "*.cpp") if target.parent == site else None
+        shutil.copytree(source, target, ignore=sources_only)
 
 
 def importable() -> bool:
