@@ -231,3 +231,33 @@ def test_bench_command_writes_its_json(tmp_path, capsys):
         assert key in record
     assert record["ticks"] == 2 and record["p99_ms"] >= record["p50_ms"] > 0
     assert "random init" in capsys.readouterr().out
+
+
+def test_sampled_rollouts_are_returned_without_changing_the_plan():
+    """``num_rollouts`` adds K candidates of the last iteration (best first) and leaves the plan and RNG alone."""
+    plain, with_rollouts = (MPPIPlanner(QuadraticModel(), planner_preset("cpu"), seed=4) for _ in range(2))
+    for _ in range(3):
+        a, b = plain.plan_latent(ORIGIN), with_rollouts.plan_latent(ORIGIN, num_rollouts=6)
+        np.testing.assert_array_equal(a.mean, b.mean)  # same sampling stream, tick after tick
+        assert a.rollout_probes.shape[0] == 0 and b.rollout_probes.shape == (6, 25, 3)
+        returns = b.rollout_returns
+        assert np.all(np.diff(returns) <= 0), "best first"
+        # each rollout's probe is the model's decoding of that candidate's predicted latents (stand-in: z, 0)
+        assert np.all(b.rollout_probes[..., 2] == 0.0) and not np.allclose(b.rollout_probes[0], b.rollout_probes[-1])
+    many = MPPIPlanner(QuadraticModel(), PlannerConfig(num_samples=3, num_pi_samples=0, iterations=1, num_elites=1),
+                       seed=0).plan_latent(ORIGIN, num_rollouts=50)
+    assert many.rollout_probes.shape[0] == 4  # at most every candidate (3 samples + the warm start)
+
+
+def test_plan_joint_targets_use_the_commands_conversion():
+    from simdist_core.planning.targets import plan_joint_targets
+    from simdist_core.sim.go2_constants import DEFAULT_POSE_RAD, JOINT_NAMES
+    from simdist_core.sim.go2_lowlevel import Go2LowLevel
+
+    mean = np.random.default_rng(0).uniform(-1, 1, (25, 12))
+    names, targets = plan_joint_targets("go2", mean)
+    assert names == JOINT_NAMES and targets.shape == (25, 12)
+    for row, target in zip(mean, targets, strict=True):  # step by step, what the low level sends for that action
+        np.testing.assert_array_equal(target, Go2LowLevel().targets(row))
+    np.testing.assert_array_equal(plan_joint_targets("go2", np.zeros((3, 12)))[1], np.tile(DEFAULT_POSE_RAD, (3, 1)))
+    assert plan_joint_targets("ur5e", np.zeros((25, 4))) is None  # a Cartesian tool step, not a joint target

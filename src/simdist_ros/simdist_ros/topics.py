@@ -32,3 +32,8 @@ DIAGNOSTICS = "/diagnostics"  # diagnostic_msgs/DiagnosticArray
 CHUNK_READY = "replay/chunk_ready"  # std_msgs/String JSON, transient-local (qos.ANNOUNCE)
 MODEL_UPDATE = "model/update"  # std_msgs/String JSON, transient-local (qos.ANNOUNCE)
 ESTOP = "estop"  # std_msgs/Bool, latched damping until reset (drivers)
+
+# Visualisation (drivers, see simdist_ros.robot_tf).
+TF = "/tf"  # tf2_msgs/TFMessage: joint frames, odom -> base_link (absolute, as tf2 listeners expect)
+TF_STATIC = "/tf_static"  # tf2_msgs/TFMessage, transient-local: fixed frames
+ROBOT_DESCRIPTION = "robot_description"  # std_msgs/String URDF, transient-local

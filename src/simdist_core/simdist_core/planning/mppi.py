@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -131,6 +131,11 @@ class PlanResult:
     """Why the safe action was used instead of a plan, or None."""
     num_nonfinite: int = 0
     """Candidates dropped because the model scored them non-finite."""
+    rollout_probes: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 3), np.float32))
+    """(K, H, 3) decoded probe of K candidates of the last iteration (``plan_latent(num_rollouts=K)``), for
+    visualising what the planner considered; empty unless asked for."""
+    rollout_returns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
+    """(K,) predicted return of each of those candidates, best first."""
 
 
 class MPPIPlanner:
@@ -174,8 +179,13 @@ class MPPIPlanner:
         return self.plan_latent(latent)
 
     @torch.inference_mode()
-    def plan_latent(self, latent: Latent) -> PlanResult:
-        """Plan from a latent (batch 1: z (1, D), context (1, S, W)) and return this tick's action."""
+    def plan_latent(self, latent: Latent, num_rollouts: int = 0) -> PlanResult:
+        """Plan from a latent (batch 1: z (1, D), context (1, S, W)) and return this tick's action.
+
+        ``num_rollouts`` > 0 also returns the decoded probe of that many candidates of the last iteration, spread
+        evenly over their return ranking (best, ..., worst); this draws no random numbers, so the plan and the
+        sampling stream are the same with or without it.
+        """
         cfg, a_dim = self.cfg, self.model.spec.action_dim
         latent = Latent(latent.z[:1].to(self.device), latent.context[:1].to(self.device))
         if not (torch.isfinite(latent.z).all() and torch.isfinite(latent.context).all()):
@@ -215,6 +225,7 @@ class MPPIPlanner:
         if not (torch.isfinite(mean).all() and torch.isfinite(zs).all() and torch.isfinite(value)):
             return self._fallback("non-finite plan mean or its predicted rollout")
         self._prev_mean = mean
+        rollout_probes, rollout_returns = self._rollouts(latent, candidates, returns, num_rollouts)
         return PlanResult(
             action=mean[0].clamp(-1.0, 1.0).cpu().numpy().astype(np.float32),
             mean=mean.cpu().numpy(),
@@ -222,7 +233,22 @@ class MPPIPlanner:
             probe=self.model.decode_probe(zs[0]).cpu().numpy(),
             value=float(value),
             num_nonfinite=dropped,
+            rollout_probes=rollout_probes,
+            rollout_returns=rollout_returns,
         )
+
+    def _rollouts(self, latent: Latent, candidates: torch.Tensor, returns: torch.Tensor,
+                  k: int) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+        """Probe (K, H, 3) and return (K,) of ``k`` finite candidates spread over the ranking, best first."""
+        finite = int(torch.isfinite(returns).sum())
+        k = min(k, finite)
+        if k <= 0:
+            return np.zeros((0, self.cfg.horizon, 3), np.float32), np.zeros(0, np.float32)
+        order = torch.argsort(returns, descending=True)[:finite]  # -inf (non-finite) sorts last
+        pick = order[torch.linspace(0, finite - 1, k, device=self.device).round().long()]
+        zs = self.model.predict(latent, candidates[pick])  # (K, H, D)
+        probes = self.model.decode_probe(zs).cpu().numpy().astype(np.float32)
+        return probes, returns[pick].cpu().numpy().astype(np.float32)
 
     def _prior_candidates(self, latent: Latent) -> torch.Tensor:
         """(Np, H, A): the policy prior's plan, then noisy copies of it (clipped to [-1, 1])."""
