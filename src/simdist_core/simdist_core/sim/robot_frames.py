@@ -13,7 +13,9 @@ Frames (REP 105 / REP 103), per robot:
           -> ``gripper_base`` -> fingers, ``part`` -> ``tcp`` (tip of the held part, the ``odom`` child frame);
           ``base`` -> ``camera_optical_frame`` (the scene camera; x right, y down, z forward, as images are).
 
-A link is a body of the model; MuJoCo body names with ``/`` (the attached gripper) get ``_`` instead.
+A link is a body of the model; MuJoCo body names with ``/`` (the attached gripper) get ``_`` instead. A joint
+that turns about a point off its body's origin (the 2F-85 followers) gets a frame of its own there,
+``<link>_joint``: a URDF joint turns about its child's origin, and the TF tree matches the URDF frame for frame.
 """
 
 from __future__ import annotations
@@ -73,6 +75,8 @@ class Link:
     body_id: int
     joint_id: int | None
     """The body's hinge or slide joint (None: rigidly fixed to its parent, or the root)."""
+    joint_frame: str | None = None
+    """Frame at the joint's anchor when it is off the body origin (between parent and link), else None."""
 
 
 class RobotFrames:
@@ -88,8 +92,10 @@ class RobotFrames:
             if body != root and model.body_parentid[body] not in names:
                 continue
             names[body] = layout.root_frame if body == root else frame_name(model.body(body).name)
+            joint = _single_joint(model, body) if body != root else None
+            offset = joint is not None and bool(np.any(model.jnt_pos[joint] != 0.0))
             self.links.append(Link(names[body], None if body == root else names[model.body_parentid[body]], body,
-                                   _single_joint(model, body) if body != root else None))  # fmt: skip
+                                   joint, f"{names[body]}_joint" if offset else None))  # fmt: skip
         self.body_frames = names
         missing = [j for j in layout.joint_names if model.joint(j).bodyid[0] not in names]
         if missing:
@@ -102,14 +108,25 @@ class RobotFrames:
     def joint_transforms(self, joint_pos: np.ndarray) -> list[FrameTransform]:
         """Transforms of every link with a joint from its parent, at ``joint_pos`` (the layout's joint order)."""
         self._kinematics(joint_pos)
-        return [self._relative(link.parent, link.name, link.body_id) for link in self.links
-                if link.parent is not None and link.joint_id is not None]  # fmt: skip
+        out = []
+        for link in self.links:
+            if link.parent is None or link.joint_id is None:
+                continue
+            if link.joint_frame is None:
+                out.append(self._relative(link.parent, link.name, link.body_id))
+            else:  # the joint frame: at the joint's anchor, oriented as the body
+                anchor = self.data.xanchor[link.joint_id]
+                out.append(self._relative(link.parent, link.joint_frame, link.body_id, anchor))
+        return out
 
     def static_transforms(self) -> list[FrameTransform]:
         """Transforms that never change: fixed links, sites, cameras (for ``/tf_static``)."""
         self._kinematics(np.zeros(len(self.layout.joint_names)))
         out = [self._relative(link.parent, link.name, link.body_id) for link in self.links
                if link.parent is not None and link.joint_id is None]  # fmt: skip
+        identity = np.array([1.0, 0.0, 0.0, 0.0])
+        out += [FrameTransform(link.joint_frame, link.name, -self.model.jnt_pos[link.joint_id], identity)
+                for link in self.links if link.joint_frame is not None]  # fmt: skip
         for frame, (site, parent) in self.site_links.items():
             pos, quat = self.site_pose(site)
             out.append(FrameTransform(parent, frame, pos, quat))
@@ -140,6 +157,7 @@ class RobotFrames:
     def all_frames(self) -> set[str]:
         """Every frame this robot's transforms name (for checks)."""
         frames = {link.name for link in self.links} | set(self.site_links) | set(self.layout.camera_frames.values())
+        frames |= {link.joint_frame for link in self.links if link.joint_frame is not None}
         return frames | ({ODOM_FRAME, YAW_FRAME} if self.layout.floating else set())
 
     def _kinematics(self, joint_pos: np.ndarray) -> None:
@@ -150,13 +168,13 @@ class RobotFrames:
         self.data.qpos[self.qpos_adr] = joint_pos
         mujoco.mj_kinematics(self.model, self.data)
 
-    def _relative(self, parent: str, child: str, body: int) -> FrameTransform:
-        """Pose of ``body`` in its parent body from the last ``mj_kinematics``."""
+    def _relative(self, parent: str, child: str, body: int, origin: np.ndarray | None = None) -> FrameTransform:
+        """Pose of ``body`` in its parent body from the last ``mj_kinematics``; ``origin``: a world point instead."""
         d, up = self.data, self.model.body_parentid[body]
         inv = np.zeros(4)
         mujoco.mju_negQuat(inv, d.xquat[up])
         pos, quat = np.zeros(3), np.zeros(4)
-        mujoco.mju_rotVecQuat(pos, d.xpos[body] - d.xpos[up], inv)
+        mujoco.mju_rotVecQuat(pos, (d.xpos[body] if origin is None else origin) - d.xpos[up], inv)
         mujoco.mju_mulQuat(quat, inv, d.xquat[body])
         return FrameTransform(parent, child, pos, quat / np.linalg.norm(quat))
 

@@ -1,8 +1,8 @@
 """URDF of a robot generated from the MuJoCo model the simulator compiles (``robot_frames``), for RViz.
 
 What is translated: the body tree (one link per body, named as its TF frame), hinge / slide joints (axis,
-range; a joint placed off the body origin gets an intermediate ``<link>_joint`` frame, since a URDF joint
-rotates about its child's origin), sites and cameras as fixed frames, and the geoms MuJoCo draws by default
+range; a joint placed off the body origin gets an intermediate ``<link>_joint`` frame, as in
+``robot_frames``), sites and cameras as fixed frames, and the geoms MuJoCo draws by default
 (groups 0-2) as visuals: boxes, spheres, cylinders (capsules as cylinders) and meshes. Meshes are written
 once as binary STL from the compiled vertices (already in the geom frame, so no mesh offsets to redo) and
 referenced by ``file://`` URI: RViz on the same machine (or a shared folder) loads them. Not translated:
@@ -50,8 +50,8 @@ def robot_urdf(frames: RobotFrames, mesh_dir: Path | None = None) -> str:
             continue
         jpos = m.jnt_pos[link.joint_id]
         child = link.name
-        if np.any(jpos != 0.0):  # the joint turns about a point off the body origin: a frame at the joint first
-            child = f"{link.name}_joint"
+        if link.joint_frame is not None:  # the joint turns about a point off the body origin: a frame there first
+            child = link.joint_frame
             lines.append(_link(child, []))
             lines.append(_joint(f"{link.name}_offset", "fixed", child, link.name, -jpos, np.array([1.0, 0, 0, 0])))
             pos = pos + _rotate(quat, jpos)
