@@ -9,7 +9,7 @@ import mujoco
 import numpy as np
 import pytest
 from simdist_core.sim.base import make_env
-from simdist_core.sim.robot_frames import CAMERA_FRAME, ODOM_FRAME, YAW_FRAME, robot_frames, yaw_of
+from simdist_core.sim.robot_frames import CAMERA_FRAME, ODOM_FRAME, YAW_FRAME, RobotFrames, robot_frames, yaw_of
 from simdist_core.sim.urdf import quat_to_rpy, robot_urdf
 
 
@@ -121,6 +121,8 @@ def test_tf_tree_matches_the_running_simulator(task):
         np.testing.assert_allclose(pos, d.cam_xpos[cam], atol=1e-9)
         # optical frame: z along the view (MuJoCo's -z), y down (MuJoCo's -y), x unchanged
         np.testing.assert_allclose(rot, cam_rot @ np.diag([1.0, -1.0, -1.0]), atol=1e-9)
+    # The simulated robot builds its frames and URDF from this live model; drivers from robot_frames(): the same.
+    assert robot_urdf(RobotFrames(env.model, frames.layout)) == robot_urdf(frames)
     close = getattr(env, "close", None)
     if close:
         close()

@@ -59,6 +59,7 @@ from sensor_msgs.msg import Image, Imu, JointState
 from simdist_core.config import parse_overrides
 from simdist_core.robots import get_robot
 from simdist_core.sim.base import RobotEnv, make_env
+from simdist_core.sim.robot_frames import RobotFrames, layout
 from std_msgs.msg import Bool, Float64MultiArray, Header, String
 from std_srvs.srv import Trigger
 
@@ -178,7 +179,7 @@ class SimRobotNode(Node):
         self.create_service(Trigger, "estop", lambda _req, resp: self._estop_service(resp, latch=True))
         self.create_service(Trigger, "reset_estop", lambda _req, resp: self._estop_service(resp, latch=False))
         self.create_timer(params.diagnostics_period_s, self._publish_diagnostics)
-        self._robot_tf = RobotTf(self, self.spec.name) if params.publish_tf else None
+        self._robot_tf: RobotTf | None = None  # made from the env's model once the sim thread has the env
 
         # The env lives in the simulation thread: an EGL renderer (UR5e camera) is bound to the thread that
         # created it. The constructor waits for the first reset so a broken task fails the process at start.
@@ -275,6 +276,8 @@ class SimRobotNode(Node):
     def _loop(self, params: SimRobotParams) -> None:
         try:
             self.env = make_env(params.task, parse_overrides(params.overrides))
+            if params.publish_tf:  # the simulator's own compiled model: TF and URDF are its kinematics
+                self._robot_tf = RobotTf(self, self.spec.name, RobotFrames(self.env.model, layout(self.spec.name)))
             self.env.reset(seed=params.seed)
             self._announce_episode("start", self.sim_ns)
             self._publish_state(self._sensors(None))

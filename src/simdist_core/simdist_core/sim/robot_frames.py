@@ -1,8 +1,9 @@
 """The robots' coordinate frames (a ROS TF tree) computed from the MuJoCo model the simulator compiles.
 
-One ``RobotFrames`` per robot holds the compiled model (Go2: the Menagerie ``go2.xml``; UR5e: the insertion
-scene with its gripper, welded part and camera, ``ur5e_scene.build_ur5e_model``) and turns joint positions
-into parent -> child transforms with MuJoCo's own forward kinematics, so the TF tree, the URDF
+One ``RobotFrames`` per robot holds a compiled model that contains the robot (the simulated robot passes its
+env's own model; drivers use ``robot_frames``: Go2 the Menagerie ``go2.xml``, UR5e the insertion scene with
+its gripper, welded part and camera, ``ur5e_scene.build_ur5e_model``) and turns joint positions into
+parent -> child transforms with MuJoCo's own forward kinematics, so the TF tree, the URDF
 (``simdist_core.sim.urdf``) and the simulation share one kinematic description.
 
 Frames (REP 105 / REP 103), per robot:

@@ -2,9 +2,9 @@
 
 What is translated: the body tree (one link per body, named as its TF frame), hinge / slide joints (axis,
 range; a joint placed off the body origin gets an intermediate ``<link>_joint`` frame, as in
-``robot_frames``), sites and cameras as fixed frames, and the geoms MuJoCo draws by default
-(groups 0-2) as visuals: boxes, spheres, cylinders (capsules as cylinders) and meshes. Meshes are written
-once as binary STL from the compiled vertices (already in the geom frame, so no mesh offsets to redo) and
+``robot_frames``), sites and cameras as fixed frames, and the visual geoms (``is_visual``) as visuals:
+boxes, spheres, cylinders (capsules as cylinders) and meshes. Meshes are written once as binary STL from
+the compiled vertices (already in the geom frame, so no mesh offsets to redo) and
 referenced by ``file://`` URI: RViz on the same machine (or a shared folder) loads them. Not translated:
 inertia, collision geometry, actuator limits (``effort``/``velocity`` are 0), equality constraints (the
 2F-85 fingers' linkage: their joints stay at 0).
@@ -27,6 +27,16 @@ VISIBLE_GROUPS = 3
 """Geom groups 0..2 are the ones MuJoCo's viewer draws by default (the Menagerie's visual meshes are group 2)."""
 
 
+def is_visual(m: mujoco.MjModel, geom: int) -> bool:
+    """Drawn in RViz: a geom of a default-visible group, or a visual-only one (no contacts) in any group.
+
+    A scene may move visual geoms to a hidden group (the UR5e scene hides links its camera never sees,
+    ``SceneConfig.hide_out_of_view_links``); the robot model still shows them.
+    """
+    visual_only = m.geom_contype[geom] == 0 and m.geom_conaffinity[geom] == 0
+    return bool(m.geom_group[geom] < VISIBLE_GROUPS or visual_only)
+
+
 def default_mesh_dir() -> Path:
     """Where STL meshes go: ``$SIMDIST_MESH_DIR`` or ``~/.cache/simdist/meshes``."""
     return Path(os.environ.get("SIMDIST_MESH_DIR") or Path.home() / ".cache" / "simdist" / "meshes")
@@ -40,7 +50,7 @@ def robot_urdf(frames: RobotFrames, mesh_dir: Path | None = None) -> str:
              f"<robot name={quoteattr(lay.robot)}>"]  # fmt: skip
     for link in frames.links:
         visuals = [_visual(m, g, mesh_root) for g in range(m.ngeom)
-                   if m.geom_bodyid[g] == link.body_id and m.geom_group[g] < VISIBLE_GROUPS]  # fmt: skip
+                   if m.geom_bodyid[g] == link.body_id and is_visual(m, g)]  # fmt: skip
         lines.append(_link(link.name, [v for v in visuals if v]))
         if link.parent is None:
             continue
