@@ -8,7 +8,8 @@ Topics per robot (keys of ``SENSOR_TOPICS``):
     Go2   ``joint_states`` (pos, vel, torque), ``imu`` (quat, gyro, acc), ``odom`` (base pose; twist in the base
           frame = state estimate), ``height_map`` (32FC1, yaw-aligned base frame ``base_yaw``); also ``foot_contacts``.
     UR5e  ``joint_states`` (pos, vel), ``odom`` (TCP pose in the robot base frame, ``child_frame_id`` "tcp"; what
-          ur_rtde's ``getActualTCPPose`` gives), ``wrench`` (tared force/torque in the base frame), ``camera`` (rgb8).
+          ur_rtde's ``getActualTCPPose`` gives), ``wrench`` (tared force/torque in the base frame), ``camera``
+          (rgb8, ``camera_optical_frame``).
 """
 
 from __future__ import annotations
