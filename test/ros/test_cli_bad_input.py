@@ -87,6 +87,8 @@ CASES = [
     (["bench", "graph", "--compare", "finetuner.cpu_dty=1,0.5"], "'cpu_dty'", "did you mean 'cpu_duty'?"),
     (["bench", "parity", "--task", "go2/flat,go2/fom"], "'go2/fom'", "did you mean 'go2/foam'?"),
     (["bench", "parity", "--episodes", "0"], "--episodes 0", None),
+    (["bench", "parity", "--set", "planner.reset_on_episode_strat=false"], "'reset_on_episode_strat'",
+     "did you mean 'reset_on_episode_start'?"),
     # launch
     (["launch", "go3"], "'go3'", "did you mean 'go2'?"),
     (["launch", "go2", "--arg", "simm=true"], "'simm'", "did you mean 'sim'?"),

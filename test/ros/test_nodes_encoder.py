@@ -101,6 +101,12 @@ def test_encoder_node_publishes_latents_and_drops_bad_input(tmp_path):
         assert obs.spin_until(lambda: _int(diags, "episode_announced") >= 1, 30.0, on_spin=feed), node.log()[-2000:]
         assert obs.spin_until(lambda: _int(diags, "bad_episode_start") >= 1, 30.0, on_spin=feed), node.log()[-2000:]
         assert _int(diags, "episode_announced") == 1 and _int(diags, "episode_joint_jump") == 1
+        # A history restart (the first sample, the jump, the announcement; a stall of this driver adds gaps) marks
+        # the latent it starts with episode_start, so the planner drops its warm start there; the others are 0.
+        n_latents = len(latents)
+        assert obs.spin_until(lambda: len(latents) >= n_latents + 3, 30.0, on_spin=feed)
+        flags = [float(msgs.latent_to_arrays(m)[0]["episode_start"][0]) for m in latents]
+        assert flags[0] == 1.0 and set(flags) == {0.0, 1.0} and sum(flags) >= 3, flags
 
         # 2. NaN joint velocities, then 3. a 20x15 height map: dropped, counted, never encoded.
         for kind in ("nan", "shape"):

@@ -89,6 +89,11 @@ def test_planner_node_plans_holds_and_hot_swaps(tmp_path):
         assert len(paths) == 1 + 8 and all(len(p) == 26 for p in paths)  # plan + num_rollouts, H + 1 positions
         assert {m.header.frame_id for m in markers[-1].markers[1:]} == {"base_yaw"}
         assert diag_values(diags, "planner")["model_version"] == "1"
+        # A latent that starts an episode clears the warm start (once per such latent); the others do not.
+        assert _int(diags, "warm_start_resets") == 0
+        latent_pub.publish(msgs.make_latent({"z": z, "context": ctx, "episode_start": np.ones(1)},
+                                            obs.node.get_clock().now().nanoseconds))
+        assert obs.spin_until(lambda: _int(diags, "warm_start_resets") == 1, 30.0, on_spin=feed)
 
         # 3. Latents stop: after stale_ticks the planner holds zeros and reports it.
         stale_before = _int(diags, "holds_stale")

@@ -88,9 +88,11 @@ def test_the_graph_side_runs_at_the_asked_real_time_factor_on_the_same_seeds(mon
                               "start_s": 10.02, "end_s": 20.02}]}
 
     monkeypatch.setattr(graph_bench, "run_one", fake_run_one)
-    args = Namespace(rtf=0.5, episodes=1, seconds=10.0, seed=1000)
+    args = Namespace(rtf=0.5, episodes=1, seconds=10.0, seed=1000, lockstep=False,
+                     set=["planner.reset_on_episode_start=false"])
     report = parity.through_graph(args, "go2/foam", tmp_path / "ckpt", tmp_path)
     sim = seen["parameters"]["sim_robot"]
     assert sim["real_time_factor"] == 0.5 and sim["lockstep"] is False
+    assert seen["parameters"]["planner"] == {"reset_on_episode_start": False}
     assert (sim["seed"], sim["episode_seeds"], sim["overrides"]) == (1000, True, ["episode_length_s=10.0"])
     assert seen["args"].episodes == 1 and report["per_episode"][0]["seed"] == 1001

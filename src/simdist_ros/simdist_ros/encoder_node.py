@@ -6,7 +6,8 @@ Graph role (topics relative, see ``simdist_ros.topics``):
          ``executed_command`` (qos.COMMAND: the action that preceded each observation), the task command
          (qos.RELIABLE: ``cmd_vel`` Twist for Go2, ``fixture_pose`` PoseStamped for UR5e),
          ``episode_start`` (std_msgs/Header, qos.EPISODE_START: resets announced by the simulated robot)
-    out  ``latent`` (Float32MultiArray, qos.LATENT: ``z[D]`` + ``context[S,W]`` + the observation stamp),
+    out  ``latent`` (Float32MultiArray, qos.LATENT: ``z[D]`` + ``context[S,W]`` + ``episode_start[1]`` (1 on the
+         first latent of an episode, when the history restarted) + the observation stamp),
          ``/diagnostics``
 
 Design choice: the full context (S x W floats, 51 x 64 = 13 KB for the reference Go2 model) is published
@@ -263,7 +264,8 @@ class EncoderNode(Node):
         self.stats.start(now_ns)
         try:
             obs, obs_t_ns, restart = self._observation(now_ns)
-            if restart or not self.history.ready:
+            restart = restart or not self.history.ready
+            if restart:
                 self.history.reset(obs)
             else:
                 self.history.record_action(self._executed)
@@ -278,7 +280,9 @@ class EncoderNode(Node):
                 self._skip_log(skip.counter, str(skip))
             self.stats.stop()
             return
-        self._latent_pub.publish(msgs.make_latent({"z": z, "context": context}, obs_t_ns))
+        # episode_start tells the planner to drop its warm start, as the in-process evaluation does at every reset.
+        start = np.array([float(restart)], np.float32)
+        self._latent_pub.publish(msgs.make_latent({"z": z, "context": context, "episode_start": start}, obs_t_ns))
         self.counts["latents"] += 1
         self._last_skip, self._last_skip_kind = "", ""
         self.stats.stop()

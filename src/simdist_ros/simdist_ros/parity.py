@@ -5,10 +5,16 @@ Per task, the same ``--episodes`` episodes on both sides: seeds ``seed + 1 .. se
 ends them.
 
 * In-process: ``simdist eval`` (sense, plan and act in one loop, no delay) of those seeds.
-* Graph: sim robot, encoder and planner as separate processes over DDS, free-running at ``--rtf``,
+* Graph: sim robot, encoder and planner as separate processes over DDS, free-running at ``--rtf`` (with
+  ``--lockstep`` the robot waits for each command, so the pipeline's logic is compared without its timing),
   zero-shot (no replay buffer or finetuner). The simulated robot resets episode k with ``seed + k`` and
   reports each finished episode on ``episode_result`` with the task's own metrics. Episode 0 is the
   warm-up (the nodes start while the robot already stands), episodes 1..N are compared.
+
+Both sides start every episode the same way: ``simdist eval`` resets the planner's warm start, and the
+planner node does so on the encoder's ``episode_start`` latent. (When the graph carried the last episode's
+plan over, ``go2/foam`` fell in the first 3 s of 13/60 episodes through the graph against 30/60 in-process;
+``--set planner.reset_on_episode_start=false`` shows it again.)
 
 Comparing the same episodes matters: seeds differ in difficulty (some fall in every run of either side),
 and a window of equal simulated time covers more episodes on the side that falls more.
@@ -63,8 +69,8 @@ def through_graph(args: argparse.Namespace, task: str, checkpoint: Path, out: Pa
     from simdist_ros.graph_bench import run_one, run_parameters
 
     robot = task.split("/")[0]
-    bench_args = argparse.Namespace(robot=robot, task=task, rtf=args.rtf, lockstep=False, no_adapt=True,
-                                    warmup_s=0.0, seconds=(args.episodes + 1) * args.seconds, set=[],
+    bench_args = argparse.Namespace(robot=robot, task=task, rtf=args.rtf, lockstep=args.lockstep, no_adapt=True,
+                                    warmup_s=0.0, seconds=(args.episodes + 1) * args.seconds, set=args.set,
                                     episodes=args.episodes)  # fmt: skip
     extra = {"sim_robot": {"seed": args.seed, "episode_seeds": True,
                            "overrides": [f"{EPISODE_LENGTH_KEY[robot]}={args.seconds}"]}}  # fmt: skip
@@ -191,6 +197,10 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--seconds", type=float, default=10.0, help="simulated seconds per episode at most")
     p.add_argument("--seed", type=int, default=1000, help="the graph's episode k uses seed + k; 1..N are compared")
     p.add_argument("--rtf", type=float, default=1.0, help="the graph's real-time factor")
+    p.add_argument("--lockstep", action="store_true",
+                   help="the simulated robot waits for each command: compares the pipeline's logic, not its speed")
+    p.add_argument("--set", action="append", default=[], metavar="NODE.NAME=VALUE",
+                   help="graph node parameter override, e.g. planner.reset_on_episode_start=false")
     p.add_argument("--checkpoint", type=Path, help="default: checkpoints/<robot> of the repository")
     p.add_argument("--output-dir", type=Path, help="default: runs/parity-<UTC time>")
     p.add_argument("--json", type=Path, help="write the report here")
@@ -210,6 +220,13 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     for option, value in (("--episodes", ns.episodes), ("--seconds", ns.seconds), ("--rtf", ns.rtf)):
         check_positive(option, value)
     ns.robot = robots.pop()
+    from simdist_ros.cli_checks import check_node_parameters
+    from simdist_ros.graph import load_graph
+    from simdist_ros.soak import node_overrides
+
+    for task in ns.tasks:  # node names, parameter names and values, before anything runs
+        check_node_parameters(load_graph(ns.robot), {"sim": "true", "task": task, "adapt": "false"},
+                              node_overrides(ns.set, ns.rtf))
     from simdist_ros.cli_checks import checkpoint_or_default
 
     ns.checkpoint = checkpoint_or_default(ns.checkpoint, ns.robot)
@@ -266,7 +283,8 @@ def main(argv: list[str]) -> int:
         rows.append(compare(task, local, through_graph(args, task, checkpoint, out)))
     print(format_table(rows))
     report = {"robot": args.robot, "episodes": args.episodes, "seconds": args.seconds, "seed": args.seed,
-              "rtf": args.rtf, "checkpoint": str(checkpoint), "machine": procmem.machine_info(), "git_commit": commit,
+              "rtf": args.rtf, "lockstep": args.lockstep, "set": args.set,
+              "checkpoint": str(checkpoint), "machine": procmem.machine_info(), "git_commit": commit,
               "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "tasks": rows}
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -21,6 +21,12 @@ Threads: one single-threaded executor (``runtime.run_node``) runs the latent cal
 timer and diagnostics; a ``ModelSwapper`` worker thread verifies and loads announced checkpoints. A tick
 never blocks on I/O: it swaps a reference between two plans.
 
+Episodes: a latent marked ``episode_start`` (the encoder restarted its history: an announced reset, a jump or
+a gap) clears the planner's warm start before it plans, as ``simdist eval`` does at every reset. Without it the
+live graph carried the last episode's plan into the next one, and on ``go2/foam`` the zero-shot model fell in
+the first 3 s of 13/60 episodes through the graph against 30/60 in-process (a warm start from a walking plan
+gets the gait going); the two must start episodes the same way to be compared.
+
 Safety: no latent yet, a latent older than ``stale_ticks`` control periods, a planner exception or a
 non-finite action -> the hold action (zeros = default pose / no motion), counted and reported.
 
@@ -66,6 +72,8 @@ class PlannerParams:
     """Tick rate; 0 = the robot spec's control rate."""
     stale_ticks: float
     """A latent older than this many control periods is stale -> hold action."""
+    reset_on_episode_start: bool
+    """Clear the warm start on a latent marked ``episode_start`` (as ``simdist eval`` does at every reset)."""
     seed: int
     """Planner sampling seed."""
     planner_preset: str
@@ -100,6 +108,7 @@ ROWS = (
     P("device", "cpu", "Torch device", read_only=True),
     P("control_hz", 0.0, "Tick rate in Hz; 0 = the robot spec's rate", lo=0.0, hi=1000.0, read_only=True),
     P("stale_ticks", 3.0, "Latent age (control periods) beyond which the planner holds", lo=1.0, hi=100.0),
+    P("reset_on_episode_start", True, "Clear the warm start when a latent starts an episode"),
     P("seed", 0, "Planner sampling seed", lo=0, hi=2**31 - 1, read_only=True),
     P(
         "planner_preset",
@@ -149,7 +158,8 @@ class PlannerNode(Node):
         self._lock = threading.Lock()
         self.counts = dict.fromkeys(
             ("commands", "plans", "watchdog_ticks", "holds_no_latent", "holds_stale", "planner_errors",
-             "planner_fallbacks", "bad_latents", "latent_deadline_missed", "command_deadline_missed"),
+             "planner_fallbacks", "bad_latents", "latent_deadline_missed", "command_deadline_missed",
+             "warm_start_resets"),
             0,
         )  # fmt: skip
         self._last_hold_reason = ""
@@ -196,6 +206,10 @@ class PlannerNode(Node):
             self._count("bad_latents")
             self.get_logger().warning(f"dropping latent: {exc}", throttle_duration_sec=1.0)
             return
+        starts = float(blocks.get("episode_start", np.zeros(1)).reshape(-1)[0]) > 0.5
+        if starts and self._tunable.current.reset_on_episode_start:
+            self.planner.reset()  # a new episode: the last one's plan is no warm start for it
+            self._count("warm_start_resets")
         self._latest = (blocks, obs_t_ns)  # one reference assignment: the tick reads either old or new
         self._tick(obs_t_ns)
 
