@@ -233,20 +233,24 @@ def test_bench_command_writes_its_json(tmp_path, capsys):
     assert "random init" in capsys.readouterr().out
 
 
-def test_sampled_rollouts_are_returned_without_changing_the_plan():
-    """``num_rollouts`` adds K candidates of the last iteration (best first) and leaves the plan and RNG alone."""
-    plain, with_rollouts = (MPPIPlanner(QuadraticModel(), planner_preset("cpu"), seed=4) for _ in range(2))
+def test_sampled_rollouts_show_the_last_plans_candidates_without_changing_plans():
+    """``sampled_rollouts(K)``: K candidates of the last iteration, best first; plans stay the same as without it."""
+    plain, shown = (MPPIPlanner(QuadraticModel(), planner_preset("cpu"), seed=4) for _ in range(2))
+    probes, returns = shown.sampled_rollouts(6)
+    assert probes.shape == (0, 25, 3) and returns.shape == (0,), "nothing planned yet"
     for _ in range(3):
-        a, b = plain.plan_latent(ORIGIN), with_rollouts.plan_latent(ORIGIN, num_rollouts=6)
+        a, b = plain.plan_latent(ORIGIN), shown.plan_latent(ORIGIN)
         np.testing.assert_array_equal(a.mean, b.mean)  # same sampling stream, tick after tick
-        assert a.rollout_probes.shape[0] == 0 and b.rollout_probes.shape == (6, 25, 3)
-        returns = b.rollout_returns
-        assert np.all(np.diff(returns) <= 0), "best first"
-        # each rollout's probe is the model's decoding of that candidate's predicted latents (stand-in: z, 0)
-        assert np.all(b.rollout_probes[..., 2] == 0.0) and not np.allclose(b.rollout_probes[0], b.rollout_probes[-1])
-    many = MPPIPlanner(QuadraticModel(), PlannerConfig(num_samples=3, num_pi_samples=0, iterations=1, num_elites=1),
-                       seed=0).plan_latent(ORIGIN, num_rollouts=50)
-    assert many.rollout_probes.shape[0] == 4  # at most every candidate (3 samples + the warm start)
+        probes, returns = shown.sampled_rollouts(6)
+        assert probes.shape == (6, 25, 3) and np.all(np.diff(returns) <= 0), "best first"
+        # each probe is the model's decoding of that candidate's predicted latents (stand-in: (z, 0))
+        assert np.all(probes[..., 2] == 0.0) and not np.allclose(probes[0], probes[-1])
+    shown.reset()
+    assert shown.sampled_rollouts(6)[0].shape[0] == 0, "a reset forgets what the last plan considered"
+    few = MPPIPlanner(QuadraticModel(), PlannerConfig(num_samples=3, num_pi_samples=0, iterations=1, num_elites=1),
+                      seed=0)
+    few.plan_latent(ORIGIN)
+    assert few.sampled_rollouts(50)[0].shape[0] == 4  # at most every candidate (3 samples + the warm start)
 
 
 def test_plan_joint_targets_use_the_commands_conversion():

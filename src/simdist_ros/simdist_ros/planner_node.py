@@ -242,16 +242,16 @@ class PlannerNode(Node):
             self.get_logger().info(f"hot-swapped model to version {swapped}")
         params = self._tunable.current
         visualise = bool(params.rollout_every_n) and self.stats.ticks % params.rollout_every_n == 0
-        action, result = self._decide(now_ns, params, params.num_rollouts if visualise else 0)
+        action, result = self._decide(now_ns, params)
         answered = self._planned_obs_ns if result is not None else None
         self._cmd_pub.publish(msgs.make_command(action, answered) if answered is not None
                               else msgs.make_float64_array(action))
         self._count("commands")
-        if result is not None and visualise:
-            self._publish_plan(result, answered, params.frame_id or PATH_FRAME[self.spec.name])
+        if result is not None and visualise:  # after the command: the sampled rollouts cost one more prediction
+            self._publish_plan(result, answered, params)
         self.stats.stop()
 
-    def _decide(self, now_ns: int, params: PlannerParams, num_rollouts: int) -> tuple[np.ndarray, Any]:
+    def _decide(self, now_ns: int, params: PlannerParams) -> tuple[np.ndarray, Any]:
         latest = self._latest
         if latest is None:
             return self._hold_action("holds_no_latent", "no latent received yet"), None
@@ -265,8 +265,7 @@ class PlannerNode(Node):
         try:
             from simdist_core.models import Latent
 
-            latent = Latent.from_numpy(blocks["z"], blocks["context"], self._device)
-            result = self.planner.plan_latent(latent, num_rollouts=num_rollouts)
+            result = self.planner.plan_latent(Latent.from_numpy(blocks["z"], blocks["context"], self._device))
             action = np.asarray(_numpy(result.action), np.float64).reshape(-1)
         except Exception as exc:  # noqa: BLE001  (callback boundary: hold, log throttled, report; never die)
             self.get_logger().error(f"planner failed, holding: {exc}", throttle_duration_sec=1.0)
@@ -288,16 +287,18 @@ class PlannerNode(Node):
         self._last_hold_reason = reason
         return self._hold
 
-    def _publish_plan(self, result: Any, t_ns: int, frame: str) -> None:  # noqa: ANN401  (core PlanResult)
+    def _publish_plan(self, result: Any, t_ns: int, params: PlannerParams) -> None:  # noqa: ANN401  (PlanResult)
         """Plan and markers, stamped ``t_ns`` (the observation planned from: the frame's pose at that time)."""
         mean = np.asarray(_numpy(result.mean), np.float64)
         probe = np.asarray(_numpy(result.probe), np.float64).reshape(-1, 3)
         dt_s = 1.0 / self.control_hz
         names, positions = plan_joint_targets(self.spec.name, mean) or (self.spec.action_names, mean)
         self._plan_pub.publish(msgs.make_plan(positions, names, dt_s, t_ns))
+        rollout_probes, rollout_returns = self.planner.sampled_rollouts(params.num_rollouts)
         paths = [msgs.probe_to_positions(p, self.spec.probe, dt_s)
-                 for p in (probe, *np.asarray(result.rollout_probes, np.float64))]  # fmt: skip
-        self._marker_pub.publish(msgs.make_rollout_markers(paths, frame, t_ns, result.rollout_returns))
+                 for p in (probe, *np.asarray(rollout_probes, np.float64))]  # fmt: skip
+        frame = params.frame_id or PATH_FRAME[self.spec.name]
+        self._marker_pub.publish(msgs.make_rollout_markers(paths, frame, t_ns, rollout_returns))
 
     # ---- diagnostics -------------------------------------------------------------------------------
     def _publish_diagnostics(self) -> None:

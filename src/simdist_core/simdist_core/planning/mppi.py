@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -131,11 +131,6 @@ class PlanResult:
     """Why the safe action was used instead of a plan, or None."""
     num_nonfinite: int = 0
     """Candidates dropped because the model scored them non-finite."""
-    rollout_probes: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 3), np.float32))
-    """(K, H, 3) decoded probe of K candidates of the last iteration (``plan_latent(num_rollouts=K)``), for
-    visualising what the planner considered; empty unless asked for."""
-    rollout_returns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
-    """(K,) predicted return of each of those candidates, best first."""
 
 
 class MPPIPlanner:
@@ -150,6 +145,8 @@ class MPPIPlanner:
         self.model = self._prepare(model)
         self._discounts = self.cfg.discount ** torch.arange(self.cfg.horizon, device=self.device, dtype=torch.float32)
         self._prev_mean: torch.Tensor | None = None
+        self._last_pool: tuple[Latent, torch.Tensor, torch.Tensor] | None = None
+        """(latent, candidates, returns) of the last plan's final iteration, for ``sampled_rollouts``."""
 
     def _prepare(self, model: nn.Module) -> nn.Module:
         if model.spec.horizon < self.cfg.horizon:
@@ -159,6 +156,7 @@ class MPPIPlanner:
     def reset(self) -> None:
         """Forget the warm start (new episode, after a fallback, or after e-stop)."""
         self._prev_mean = None
+        self._last_pool = None
 
     def swap_model(self, new_model: nn.Module) -> None:
         """Replace the model between ticks (hot swap); keeps the warm start. Same robot layout required.
@@ -179,13 +177,8 @@ class MPPIPlanner:
         return self.plan_latent(latent)
 
     @torch.inference_mode()
-    def plan_latent(self, latent: Latent, num_rollouts: int = 0) -> PlanResult:
-        """Plan from a latent (batch 1: z (1, D), context (1, S, W)) and return this tick's action.
-
-        ``num_rollouts`` > 0 also returns the decoded probe of that many candidates of the last iteration, spread
-        evenly over their return ranking (best, ..., worst); this draws no random numbers, so the plan and the
-        sampling stream are the same with or without it.
-        """
+    def plan_latent(self, latent: Latent) -> PlanResult:
+        """Plan from a latent (batch 1: z (1, D), context (1, S, W)) and return this tick's action."""
         cfg, a_dim = self.cfg, self.model.spec.action_dim
         latent = Latent(latent.z[:1].to(self.device), latent.context[:1].to(self.device))
         if not (torch.isfinite(latent.z).all() and torch.isfinite(latent.context).all()):
@@ -225,7 +218,7 @@ class MPPIPlanner:
         if not (torch.isfinite(mean).all() and torch.isfinite(zs).all() and torch.isfinite(value)):
             return self._fallback("non-finite plan mean or its predicted rollout")
         self._prev_mean = mean
-        rollout_probes, rollout_returns = self._rollouts(latent, candidates, returns, num_rollouts)
+        self._last_pool = (latent, candidates, returns)
         return PlanResult(
             action=mean[0].clamp(-1.0, 1.0).cpu().numpy().astype(np.float32),
             mean=mean.cpu().numpy(),
@@ -233,13 +226,19 @@ class MPPIPlanner:
             probe=self.model.decode_probe(zs[0]).cpu().numpy(),
             value=float(value),
             num_nonfinite=dropped,
-            rollout_probes=rollout_probes,
-            rollout_returns=rollout_returns,
         )
 
-    def _rollouts(self, latent: Latent, candidates: torch.Tensor, returns: torch.Tensor,
-                  k: int) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
-        """Probe (K, H, 3) and return (K,) of ``k`` finite candidates spread over the ranking, best first."""
+    @torch.inference_mode()
+    def sampled_rollouts(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Probe (K, H, 3) and return (K,) of ``k`` candidates the last plan considered, best first.
+
+        The candidates of its last iteration, spread evenly over their return ranking; empty after a fallback
+        or reset. For visualisation, called after the tick's command is out: it costs one prediction of K candidates and
+        draws no random numbers, so plans are the same whether or not it is called.
+        """
+        if self._last_pool is None or k <= 0:
+            return np.zeros((0, self.cfg.horizon, 3), np.float32), np.zeros(0, np.float32)
+        latent, candidates, returns = self._last_pool
         finite = int(torch.isfinite(returns).sum())
         k = min(k, finite)
         if k <= 0:
