@@ -97,6 +97,7 @@ def test_tf_tree_matches_the_running_simulator(task):
         assert math.isclose(math.atan2(yaw_rot[1, 0], yaw_rot[0, 0]), yaw_of(sensors["imu_quat"]), abs_tol=1e-9)
     else:  # the UR5e base is the world of its scene
         poses = compose(transforms, "base")
+    assert set(poses) == frames.all_frames(), "one tree holding every frame the robot names"
     m, d = env.model, env.data
     mujoco.mj_kinematics(m, d)  # the env's body poses are from before its last integration step
     # The 2F-85 finger joints are not measured (no driver reports them): frames behind them stay at their zero pose.

@@ -97,7 +97,6 @@ class RobotFrames:
             offset = joint is not None and bool(np.any(model.jnt_pos[joint] != 0.0))
             self.links.append(Link(names[body], None if body == root else names[model.body_parentid[body]], body,
                                    joint, f"{names[body]}_joint" if offset else None))  # fmt: skip
-        self.body_frames = names
         missing = [j for j in layout.joint_names if model.joint(j).bodyid[0] not in names]
         if missing:
             raise ValueError(f"{layout.robot}: joints {missing} are not in the subtree of {layout.root_body!r}")
