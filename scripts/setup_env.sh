@@ -39,4 +39,11 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
       -e src/go2_bringup -e src/ur5e_bringup
   echo "$want" > "$stamp"
 fi
+# tf2_msgs has no wheel: build it from the installed rosidl generators (a few seconds, skipped once it imports).
+# Not fatal: without it the nodes publish no /tf and RViz shows markers only in their own frames.
+if "$VENV/bin/python" scripts/gen_tf2_msgs.py > "$VENV/gen_tf2_msgs.log" 2>&1; then
+  tail -n 1 "$VENV/gen_tf2_msgs.log"
+else
+  echo "[setup] WARNING: tf2_msgs could not be built, nodes will publish no /tf; details in $VENV/gen_tf2_msgs.log"
+fi
 echo "[setup] ready: $VENV/bin/simdist"

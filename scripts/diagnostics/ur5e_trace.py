@@ -15,7 +15,6 @@ import argparse
 
 import numpy as np
 import torch
-
 from simdist_core.checkpoint import load_checkpoint
 from simdist_core.config import parse_overrides
 from simdist_core.data.history import ObservationHistory

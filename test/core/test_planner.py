@@ -231,3 +231,37 @@ def test_bench_command_writes_its_json(tmp_path, capsys):
         assert key in record
     assert record["ticks"] == 2 and record["p99_ms"] >= record["p50_ms"] > 0
     assert "random init" in capsys.readouterr().out
+
+
+def test_sampled_rollouts_show_the_last_plans_candidates_without_changing_plans():
+    """``sampled_rollouts(K)``: K candidates of the last iteration, best first; plans stay the same as without it."""
+    plain, shown = (MPPIPlanner(QuadraticModel(), planner_preset("cpu"), seed=4) for _ in range(2))
+    probes, returns = shown.sampled_rollouts(6)
+    assert probes.shape == (0, 25, 3) and returns.shape == (0,), "nothing planned yet"
+    for _ in range(3):
+        a, b = plain.plan_latent(ORIGIN), shown.plan_latent(ORIGIN)
+        np.testing.assert_array_equal(a.mean, b.mean)  # same sampling stream, tick after tick
+        probes, returns = shown.sampled_rollouts(6)
+        assert probes.shape == (6, 25, 3) and np.all(np.diff(returns) <= 0), "best first"
+        # each probe is the model's decoding of that candidate's predicted latents (stand-in: (z, 0))
+        assert np.all(probes[..., 2] == 0.0) and not np.allclose(probes[0], probes[-1])
+    shown.reset()
+    assert shown.sampled_rollouts(6)[0].shape[0] == 0, "a reset forgets what the last plan considered"
+    few = MPPIPlanner(QuadraticModel(), PlannerConfig(num_samples=3, num_pi_samples=0, iterations=1, num_elites=1),
+                      seed=0)
+    few.plan_latent(ORIGIN)
+    assert few.sampled_rollouts(50)[0].shape[0] == 4  # at most every candidate (3 samples + the warm start)
+
+
+def test_plan_joint_targets_use_the_commands_conversion():
+    from simdist_core.planning.targets import plan_joint_targets
+    from simdist_core.sim.go2_constants import DEFAULT_POSE_RAD, JOINT_NAMES
+    from simdist_core.sim.go2_lowlevel import Go2LowLevel
+
+    mean = np.random.default_rng(0).uniform(-1, 1, (25, 12))
+    names, targets = plan_joint_targets("go2", mean)
+    assert names == JOINT_NAMES and targets.shape == (25, 12)
+    for row, target in zip(mean, targets, strict=True):  # step by step, what the low level sends for that action
+        np.testing.assert_array_equal(target, Go2LowLevel().targets(row))
+    np.testing.assert_array_equal(plan_joint_targets("go2", np.zeros((3, 12)))[1], np.tile(DEFAULT_POSE_RAD, (3, 1)))
+    assert plan_joint_targets("ur5e", np.zeros((25, 4))) is None  # a Cartesian tool step, not a joint target

@@ -48,6 +48,7 @@ class NodeProcess:
         if namespace:
             args += ["-r", f"__ns:={namespace}", "-r", f"/clock:={namespace}/clock"]
             args += ["-r", f"/diagnostics:={namespace}/diagnostics"]
+            args += ["-r", f"/tf:={namespace}/tf", "-r", f"/tf_static:={namespace}/tf_static"]
         for key, value in params.items():
             args += ["-p", f"{key}:={_param(value)}"]
         env = dict(os.environ, PYTHONUNBUFFERED="1", RCUTILS_LOGGING_BUFFERED_STREAM="0", ROS_DOMAIN_ID=str(DOMAIN_ID))

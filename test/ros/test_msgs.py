@@ -220,12 +220,22 @@ def test_probe_to_positions_integrates_velocity():
 
 
 def test_rollout_markers_round_trip():
-    paths = [np.random.default_rng(2).normal(size=(26, 3)), np.zeros((26, 3))]
-    arr = msgs.make_rollout_markers(paths, "base_link", T_NS)
-    assert [m.id for m in arr.markers] == [0, 1]
-    assert arr.markers[0].header.frame_id == "base_link"
+    rng = np.random.default_rng(2)
+    paths = [rng.normal(size=(26, 3)) for _ in range(4)]  # the plan, then three sampled rollouts
+    arr = msgs.make_rollout_markers(paths, "base_yaw", T_NS, returns=[-1.0, -2.0, -5.0])
+    assert arr.markers[0].action == msgs.Marker.DELETEALL  # rollouts of a larger earlier set must not linger
+    drawn = arr.markers[1:]
+    assert [m.id for m in drawn] == [0, 1, 2, 3] and [m.ns for m in drawn] == ["plan"] + ["sampled_rollouts"] * 3
+    assert {m.header.frame_id for m in drawn} == {"base_yaw"}
+    assert drawn[0].scale.x == 2 * drawn[1].scale.x
+    best, middle, worst = ((m.color.r, m.color.g) for m in drawn[1:])
+    assert best == (0.0, 1.0) and worst == (1.0, 0.0) and middle[0] > 0 and middle[1] > 0  # green .. red
     for got, want in zip(msgs.markers_to_paths(arr), paths, strict=True):
         np.testing.assert_allclose(got, want)
+    with pytest.raises(ValueError, match="one return per sampled rollout"):
+        msgs.make_rollout_markers(paths, "base_yaw", T_NS, returns=[0.0])
+    only_plan = msgs.make_rollout_markers(paths[:1], "base", T_NS)
+    assert len(msgs.markers_to_paths(only_plan)) == 1
 
 
 def test_diagnostics_helpers():

@@ -24,6 +24,8 @@ from node_harness import (
     update_source,
 )
 from simdist_core.checkpoint import WEIGHTS_FILE, save_checkpoint
+from simdist_core.sim.go2_constants import DEFAULT_POSE_RAD, JOINT_NAMES
+from simdist_core.sim.go2_lowlevel import Go2LowLevel
 from std_msgs.msg import Float32MultiArray, Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import MarkerArray
@@ -79,8 +81,13 @@ def test_planner_node_plans_holds_and_hot_swaps(tmp_path):
         planned = [np.asarray(c.data) for c in commands]
         assert all(a.shape == (12,) and np.all(np.abs(a) <= 1.0) for a in planned)
         assert sum(1 for a in planned if np.any(a != 0.0)) >= 10, "fresh latents must give planned actions"
-        assert len(plans[-1].points) == 25 and len(plans[-1].joint_names) == 12
-        assert len(markers[-1].markers[0].points) == 26  # H + 1 integrated base positions
+        assert len(plans[-1].points) == 25 and tuple(plans[-1].joint_names) == JOINT_NAMES
+        targets = msgs.plan_to_array(plans[-1], 12)  # joint targets in rad, as the driver converts the command
+        assert np.all(np.abs(targets - DEFAULT_POSE_RAD) <= Go2LowLevel().config.action_scale_rad + 1e-9)
+        assert not np.allclose(targets, DEFAULT_POSE_RAD)
+        paths = msgs.markers_to_paths(markers[-1])
+        assert len(paths) == 1 + 8 and all(len(p) == 26 for p in paths)  # plan + num_rollouts, H + 1 positions
+        assert {m.header.frame_id for m in markers[-1].markers[1:]} == {"base_yaw"}
         assert diag_values(diags, "planner")["model_version"] == "1"
         # A latent that starts an episode clears the warm start (once per such latent); the others do not.
         assert _int(diags, "warm_start_resets") == 0

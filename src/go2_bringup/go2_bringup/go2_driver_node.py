@@ -7,7 +7,9 @@ Graph role (topics relative, see ``simdist_ros.topics``):
          ``estop`` (Bool: True latches damping)
     out  ``joint_states``, ``imu``, ``foot_contacts``, ``odom`` (qos.SENSOR; leg-kinematic odometry, twist in the
          base frame, see ``state_estimator``), ``executed_command`` (the action the
-         motors actually got, after the safety clamps), ``/diagnostics``
+         motors actually got, after the safety clamps), ``/diagnostics``; for RViz (``simdist_ros.robot_tf``):
+         ``robot_description``, ``/tf`` (``odom`` -> ``base_link`` / ``base_yaw`` from the odometry, leg joints
+         from the measured positions), ``/tf_static`` (``imu``)
     srv  ``estop``, ``reset_estop``, ``stand_up``, ``lie_down`` (std_srvs/Trigger)
 
 The 500 Hz control loop (``go2_control.ControlLoop``) runs in its own thread and never waits on ROS:
@@ -30,6 +32,7 @@ from simdist_core.robots import GO2
 from simdist_core.sim import go2_constants as gc
 from simdist_core.sim.go2_lowlevel import Go2LowLevel, LowLevelConfig
 from simdist_ros.params import P, declare_table
+from simdist_ros.robot_tf import RobotTf
 from simdist_ros.runtime import run_node
 from std_msgs.msg import Bool, Float64MultiArray
 from std_srvs.srv import Trigger
@@ -65,6 +68,7 @@ class Go2DriverParams:
     estop_buttons: tuple[str, ...]
     frame_id: str
     contact_threshold: float
+    publish_tf: bool
 
     def __post_init__(self) -> None:
         if self.damp_timeout_s <= self.hold_timeout_s:
@@ -95,6 +99,7 @@ ROWS = (
     P("frame_id", "base_link", "Base frame (imu, odom child frame)", read_only=True),
     P("contact_threshold", 20.0, "Foot force reading above which a foot is in stance (odometry)", lo=0.0, hi=1000.0,
       read_only=True),
+    P("publish_tf", True, "Publish robot_description, /tf and /tf_static for RViz", read_only=True),
 )
 
 
@@ -147,6 +152,7 @@ class Go2DriverNode(Node):
         self._exec_pub = self.create_publisher(Float64MultiArray, topics.EXECUTED_COMMAND,
                                                qos.executed(GO2.control_hz))
         self._diag_pub = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, qos.RELIABLE)
+        self._robot_tf = RobotTf(self, GO2.name) if p.publish_tf else None
         self.create_timer(1.0 / p.publish_hz, self._publish, callback_group=outputs)
         self.create_timer(1.0, self._diagnostics, callback_group=outputs)
         self.loop.start()
@@ -211,6 +217,8 @@ class Go2DriverNode(Node):
                                    max(dt, 0.0))
         self._odom_pub.publish(msgs.make_odom(self.odometry.pos_m, state.quat_wxyz, vel, state.gyro_rad_s, t_ns,
                                               "odom", self.params.frame_id))
+        if self._robot_tf is not None:
+            self._robot_tf.publish(t_ns, state.q_rad, (self.odometry.pos_m, state.quat_wxyz))
         if self.controller.last_sent is not None:
             self._exec_pub.publish(msgs.make_float64_array(self.controller.executed_action))
 

@@ -56,7 +56,7 @@ ROWS = (
     P("sensor_xyz_m", (0.28945, 0.0, -0.046825), "LiDAR position in the base frame (if not in odom frame)",
       read_only=True),
     P("sensor_rpy_rad", (0.0, 2.8782, 0.0), "LiDAR roll, pitch, yaw in the base frame", read_only=True),
-    P("frame_id", "base_link", "frame_id of the height map image", read_only=True),
+    P("frame_id", "base_yaw", "frame_id of the height map image (yaw-aligned base frame)", read_only=True),
 )
 
 

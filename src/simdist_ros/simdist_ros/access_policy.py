@@ -92,10 +92,11 @@ def _own_access(robot: str, node: str) -> Access:
     """The node's own topics and services (the table proper), without rclpy's infrastructure."""
     sensors, task = _ROBOT_SENSORS[robot], _TASK_COMMAND[robot]
     diagnostics = (topics.DIAGNOSTICS,)
+    robot_tf = (topics.TF, topics.TF_STATIC, topics.ROBOT_DESCRIPTION)  # drivers describe their robot for RViz
     table = {
         "sim_robot": _access(
             publish=(*sensors, task, topics.CLOCK, topics.EXECUTED_COMMAND, topics.EPISODE_START,
-                     topics.EPISODE_RESULT, *diagnostics),
+                     topics.EPISODE_RESULT, *robot_tf, *diagnostics),
             subscribe=(topics.COMMAND, topics.ESTOP), serve=_SIM_SERVICES),
         "encoder": _access(publish=(topics.LATENT, *diagnostics),
                            subscribe=(*_OBSERVATION[robot], task, topics.EXECUTED_COMMAND, topics.EPISODE_START)),
@@ -114,11 +115,12 @@ def _own_access(robot: str, node: str) -> Access:
                                        topics.EPISODE_RESULT)),
         "go2_driver": _access(
             publish=(topics.JOINT_STATES, topics.IMU, topics.FOOT_CONTACTS, topics.ODOM, topics.EXECUTED_COMMAND,
-                     *diagnostics),
+                     *robot_tf, *diagnostics),
             subscribe=(topics.COMMAND, topics.ESTOP), serve=_DRIVER_SERVICES["go2"]),
         "height_map": _access(publish=(topics.HEIGHT_MAP,), subscribe=(_GO2_CLOUD, topics.ODOM)),
         "ur5e_driver": _access(
-            publish=(topics.JOINT_STATES, topics.WRENCH, topics.ODOM, topics.EXECUTED_COMMAND, *diagnostics),
+            publish=(topics.JOINT_STATES, topics.WRENCH, topics.ODOM, topics.EXECUTED_COMMAND, *robot_tf,
+                     *diagnostics),
             subscribe=(topics.COMMAND, topics.ESTOP), serve=_DRIVER_SERVICES["ur5e"]),
         "camera": _access(publish=(topics.CAMERA_IMAGE, *diagnostics)),
     }

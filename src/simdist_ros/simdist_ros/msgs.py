@@ -401,7 +401,10 @@ def latent_to_arrays(
 
 # ------------------------------------------------------------------------------- Plan / visualisation
 def make_plan(mean: np.ndarray, names: Sequence[str], dt_s: float, t_ns: int) -> JointTrajectory:
-    """The MPPI mean ``(H, A)`` as a JointTrajectory of normalised actions, point k at (k+1)·dt."""
+    """A plan ``(H, A)`` as a JointTrajectory, point k at (k+1)·dt.
+
+    Positions as given: joint targets in rad, or normalised actions where the action is not a joint target.
+    """
     mean = np.asarray(mean, np.float64)
     if mean.ndim != 2 or mean.shape[1] != len(names):
         raise ValueError(f"plan mean must be (H, {len(names)}), got {mean.shape}")
@@ -445,32 +448,54 @@ def probe_to_positions(probe: np.ndarray, kind: str, dt_s: float) -> np.ndarray:
     raise ValueError(f"unknown probe kind {kind!r}; valid: ['base_velocity', 'tcp_position']")
 
 
+PLAN_RGBA = (0.1, 0.6, 1.0, 1.0)
+"""The plan (MPPI mean) is drawn blue, opaque and twice as wide as the sampled rollouts."""
+
+
+def return_colors(returns: np.ndarray) -> np.ndarray:
+    """(K, 3) RGB per predicted return: red for the lowest of the set, green for the highest (yellow between)."""
+    returns = np.asarray(returns, np.float64)
+    span = float(returns.max() - returns.min()) if returns.size else 0.0
+    t = (returns - returns.min()) / span if span > 0 else np.full(returns.shape, 0.5)
+    return np.stack([np.minimum(1.0, 2.0 * (1.0 - t)), np.minimum(1.0, 2.0 * t), np.full(t.shape, 0.1)], axis=1)
+
+
 def make_rollout_markers(
     paths: Sequence[np.ndarray],
     frame: str,
     t_ns: int,
-    namespace: str = "predicted_rollout",
+    returns: Sequence[float] | None = None,
     width_m: float = 0.01,
-    rgba: tuple[float, float, float, float] = (0.1, 0.6, 1.0, 0.9),
 ) -> MarkerArray:
-    """One LINE_STRIP marker per path ``(K, 3)``; the first path is the plan, drawn opaque."""
-    out = MarkerArray()
+    """A DELETEALL (so rollouts of an earlier, larger set disappear), then one LINE_STRIP per path ``(K, 3)``.
+
+    The first path is the plan (namespace ``plan``); the others are sampled rollouts (namespace
+    ``sampled_rollouts``), coloured by their predicted ``returns`` (one per rollout) with ``return_colors``.
+    """
+    rollouts = len(paths) - 1
+    returns = np.asarray(returns if returns is not None else np.zeros(max(rollouts, 0)), np.float64)
+    if paths and returns.shape != (rollouts,):
+        raise ValueError(f"need one return per sampled rollout ({rollouts}), got {returns.shape}")
+    colors = return_colors(returns) if rollouts > 0 else np.zeros((0, 3))
+    out = MarkerArray(markers=[Marker(action=Marker.DELETEALL)])
     for i, path in enumerate(paths):
-        m = Marker(ns=namespace, id=i, type=Marker.LINE_STRIP, action=Marker.ADD)
+        plan = i == 0
+        m = Marker(ns="plan" if plan else "sampled_rollouts", id=i, type=Marker.LINE_STRIP, action=Marker.ADD)
         m.header.stamp = ns_to_stamp(t_ns)
         m.header.frame_id = frame
         m.pose.orientation.w = 1.0
-        m.scale.x = width_m
-        m.color.r, m.color.g, m.color.b = rgba[:3]
-        m.color.a = rgba[3] if i == 0 else rgba[3] * 0.3
+        m.scale.x = 2 * width_m if plan else width_m
+        m.color.r, m.color.g, m.color.b = PLAN_RGBA[:3] if plan else (float(c) for c in colors[i - 1])
+        m.color.a = PLAN_RGBA[3] if plan else 0.7
         m.points = [Point(x=float(p[0]), y=float(p[1]), z=float(p[2])) for p in np.asarray(path)]
         out.markers.append(m)
     return out
 
 
 def markers_to_paths(msg: MarkerArray) -> list[np.ndarray]:
-    """Inverse of ``make_rollout_markers``: ``[(K, 3)]`` float64 per marker."""
-    return [np.asarray([[p.x, p.y, p.z] for p in m.points], np.float64).reshape(-1, 3) for m in msg.markers]
+    """Inverse of ``make_rollout_markers``: ``[(K, 3)]`` float64 per drawn marker (plan first)."""
+    return [np.asarray([[p.x, p.y, p.z] for p in m.points], np.float64).reshape(-1, 3) for m in msg.markers
+            if m.action == Marker.ADD]  # fmt: skip
 
 
 # -------------------------------------------------------------------------------------------- Diagnostics

@@ -4,7 +4,10 @@ Graph role (topics relative, see ``simdist_ros.topics``):
     in   ``latent`` (Float32MultiArray, qos.LATENT), ``model/update`` (String JSON, qos.ANNOUNCE; a doorbell:
          updates load only from ``update_dir`` and need the finetuner's tag, see ``model_swap``)
     out  ``joint_command`` (Float64MultiArray, qos.COMMAND, stamped with the observation it answers),
-         ``plan`` (JointTrajectory), ``predicted_rollout`` (MarkerArray), ``/diagnostics`` (DiagnosticArray)
+         ``plan`` (JointTrajectory: Go2 joint targets in rad, as the driver converts the command; UR5e normalised
+         Cartesian steps, see ``simdist_core.planning.targets``), ``predicted_rollout`` (MarkerArray: the plan
+         and ``num_rollouts`` sampled candidates coloured by predicted return, in ``frame_id``; stamped with the
+         observation they answer, so TF places them where the robot was), ``/diagnostics`` (DiagnosticArray)
 
 Timing: the planner plans when a latent arrives (the encoder encodes when a step's sensors are complete),
 so a command answers the newest observation as soon as the CPU allows: the delay from observation to
@@ -43,6 +46,7 @@ import numpy as np
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
 from rclpy.node import Node
+from simdist_core.planning.targets import plan_joint_targets
 from std_msgs.msg import Float32MultiArray, Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import MarkerArray
@@ -51,7 +55,7 @@ from simdist_ros import msgs, qos, topics
 from simdist_ros.model_swap import ModelSwapper, build_planner, load_model
 from simdist_ros.params import P, TunableParams, declare_table
 from simdist_ros.runtime import TickStats, executor_counts, manifest_get, resolve_checkpoint, run_node, setup_torch
-from simdist_ros.sensors import BASE_FRAME
+from simdist_ros.sensors import PATH_FRAME
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,10 +83,13 @@ class PlannerParams:
     """``key=value`` overrides of the chosen planner config (e.g. ``num_samples=64``)."""
     rollout_every_n: int
     """Publish plan + predicted rollout markers every n ticks (0 = never)."""
+    num_rollouts: int
+    """Sampled candidates drawn next to the plan (by predicted return, best to worst); their rollouts cost one
+    extra model prediction on the ticks that publish."""
     diagnostics_period_s: float
     """Seconds between two diagnostics messages."""
     frame_id: str
-    """Frame of the rollout markers (Go2: yaw-aligned base frame; UR5e: robot base)."""
+    """Frame of the rollout markers; empty = ``sensors.PATH_FRAME`` (Go2: yaw-aligned ``base_yaw``; UR5e: ``base``)."""
     torch_threads: int
     """torch intra-op threads (1 keeps the timer's jitter low on a shared CPU)."""
     update_dir: str
@@ -111,8 +118,9 @@ ROWS = (
     ),
     P("planner_overrides", (), "key=value overrides of that planner config, e.g. num_samples=64", read_only=True),
     P("rollout_every_n", 5, "Publish plan + rollout markers every n ticks (0 = never)", lo=0, hi=1000),
+    P("num_rollouts", 8, "Sampled rollouts drawn next to the plan, coloured by predicted return", lo=0, hi=64),
     P("diagnostics_period_s", 1.0, "Diagnostics period in seconds", lo=0.05, hi=60.0, read_only=True),
-    P("frame_id", "", "Frame of the predicted rollout markers; empty = the robot's base frame"),
+    P("frame_id", "", "Frame of the predicted rollout markers; empty = base_yaw (Go2), base (UR5e)"),
     P("torch_threads", 1, "torch intra-op threads", lo=1, hi=64, read_only=True),
     P("update_dir", "", "Folder model updates load from (= finetuner output_dir); empty = accept no updates",
       read_only=True),
@@ -233,13 +241,14 @@ class PlannerNode(Node):
             self.model_version = swapped
             self.get_logger().info(f"hot-swapped model to version {swapped}")
         params = self._tunable.current
+        visualise = bool(params.rollout_every_n) and self.stats.ticks % params.rollout_every_n == 0
         action, result = self._decide(now_ns, params)
         answered = self._planned_obs_ns if result is not None else None
         self._cmd_pub.publish(msgs.make_command(action, answered) if answered is not None
                               else msgs.make_float64_array(action))
         self._count("commands")
-        if result is not None and params.rollout_every_n and self.stats.ticks % params.rollout_every_n == 0:
-            self._publish_plan(result, now_ns, params.frame_id or BASE_FRAME[self.spec.name])
+        if result is not None and visualise:  # after the command: the sampled rollouts cost one more prediction
+            self._publish_plan(result, answered, params)
         self.stats.stop()
 
     def _decide(self, now_ns: int, params: PlannerParams) -> tuple[np.ndarray, Any]:
@@ -278,13 +287,18 @@ class PlannerNode(Node):
         self._last_hold_reason = reason
         return self._hold
 
-    def _publish_plan(self, result: Any, now_ns: int, frame: str) -> None:  # noqa: ANN401  (core PlanResult)
+    def _publish_plan(self, result: Any, t_ns: int, params: PlannerParams) -> None:  # noqa: ANN401  (PlanResult)
+        """Plan and markers, stamped ``t_ns`` (the observation planned from: the frame's pose at that time)."""
         mean = np.asarray(_numpy(result.mean), np.float64)
         probe = np.asarray(_numpy(result.probe), np.float64).reshape(-1, 3)
         dt_s = 1.0 / self.control_hz
-        self._plan_pub.publish(msgs.make_plan(mean, self.spec.action_names, dt_s, now_ns))
-        path = msgs.probe_to_positions(probe, self.spec.probe, dt_s)
-        self._marker_pub.publish(msgs.make_rollout_markers([path], frame, now_ns))
+        names, positions = plan_joint_targets(self.spec.name, mean) or (self.spec.action_names, mean)
+        self._plan_pub.publish(msgs.make_plan(positions, names, dt_s, t_ns))
+        rollout_probes, rollout_returns = self.planner.sampled_rollouts(params.num_rollouts)
+        paths = [msgs.probe_to_positions(p, self.spec.probe, dt_s)
+                 for p in (probe, *np.asarray(rollout_probes, np.float64))]  # fmt: skip
+        frame = params.frame_id or PATH_FRAME[self.spec.name]
+        self._marker_pub.publish(msgs.make_rollout_markers(paths, frame, t_ns, rollout_returns))
 
     # ---- diagnostics -------------------------------------------------------------------------------
     def _publish_diagnostics(self) -> None:

@@ -6,9 +6,10 @@ encoder computes proprio with the same core function the env uses (``go2_obs.pro
 
 Topics per robot (keys of ``SENSOR_TOPICS``):
     Go2   ``joint_states`` (pos, vel, torque), ``imu`` (quat, gyro, acc), ``odom`` (base pose; twist in the base
-          frame = state estimate), ``height_map`` (32FC1, yaw-aligned base frame); also ``foot_contacts``.
+          frame = state estimate), ``height_map`` (32FC1, yaw-aligned base frame ``base_yaw``); also ``foot_contacts``.
     UR5e  ``joint_states`` (pos, vel), ``odom`` (TCP pose in the robot base frame, ``child_frame_id`` "tcp"; what
-          ur_rtde's ``getActualTCPPose`` gives), ``wrench`` (tared force/torque in the base frame), ``camera`` (rgb8).
+          ur_rtde's ``getActualTCPPose`` gives), ``wrench`` (tared force/torque in the base frame), ``camera``
+          (rgb8, ``camera_optical_frame``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 import numpy as np
 from simdist_core.robots import RobotSpec
+from simdist_core.sim.robot_frames import CAMERA_FRAME, YAW_FRAME
 
 from simdist_ros import msgs
 
@@ -35,6 +37,15 @@ it needs no grant for another robot's topics under DDS security)."""
 
 BASE_FRAME = {"go2": "base_link", "ur5e": "base"}
 """Frame of base-frame quantities per robot."""
+PATH_FRAME = {"go2": YAW_FRAME, "ur5e": "base"}
+"""Frame of the planner's predicted paths (the probe head's kind): Go2 base velocities integrated from the
+yaw-aligned base frame (the height map's frame too), UR5e tool-tip positions in the robot base frame."""
+
+
+def tf_inputs(robot: str, sensors: Mapping[str, np.ndarray]) -> tuple[np.ndarray, tuple[np.ndarray, ...] | None]:
+    """What ``robot_tf.RobotTf.publish`` needs from a sensor dict: joint positions and the Go2's base pose."""
+    base = (sensors["base_pos"], sensors["imu_quat"]) if robot == "go2" else None
+    return sensors["joint_pos"], base
 
 
 def joint_names(robot: str) -> tuple[str, ...]:
@@ -63,14 +74,14 @@ def sensors_to_messages(
         out["imu"] = msgs.make_imu(sensors["imu_quat"], sensors["imu_gyro"], sensors["imu_acc"], t_ns, "imu")
         out["odom"] = msgs.make_odom(sensors["base_pos"], sensors["imu_quat"], sensors["base_lin_vel"],
                                      sensors["imu_gyro"], t_ns, "odom", frame)  # fmt: skip
-        out["height_map"] = msgs.make_height_map(sensors["height_map"], t_ns, frame)
+        out["height_map"] = msgs.make_height_map(sensors["height_map"], t_ns, YAW_FRAME)
         out["foot_contacts"] = msgs.make_float64_array(sensors["foot_contact_forces"])
     else:
         zeros = np.zeros(3)
         out["odom"] = msgs.make_odom(sensors["tcp_pos"], sensors["tcp_quat"], zeros, zeros, t_ns, frame, "tcp")
         out["wrench"] = msgs.make_wrench(sensors["wrench"][:3], sensors["wrench"][3:], t_ns, frame)
         if "image" in sensors:
-            out["camera"] = msgs.make_rgb8(sensors["image"], t_ns, "camera")
+            out["camera"] = msgs.make_rgb8(sensors["image"], t_ns, CAMERA_FRAME)
     return out
 
 

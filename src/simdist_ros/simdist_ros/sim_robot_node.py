@@ -10,7 +10,8 @@ Graph role (topics relative, see ``simdist_ros.topics``):
          would give it (qos.RELIABLE: ``cmd_vel`` Twist for Go2, ``fixture_pose`` PoseStamped for UR5e),
          ``episode_start`` (std_msgs/Header, qos.EPISODE_START: every reset, before its sensors),
          ``episode_result`` (std_msgs/String JSON, qos.EPISODE_RESULT: every finished episode),
-         ``/clock``, ``/diagnostics``
+         ``/clock``, ``/diagnostics``; for RViz (``robot_tf``): ``robot_description`` (URDF), ``/tf_static``, and
+         ``/tf`` with every sensor sample (joint frames; Go2 ``odom`` -> ``base_link`` / ``base_yaw``)
 
 The node owns simulated time: it runs on wall time itself (``use_sim_time`` false), steps the env one
 control period per loop in a worker thread, and publishes ``/clock`` so every other node can follow with
@@ -58,13 +59,15 @@ from sensor_msgs.msg import Image, Imu, JointState
 from simdist_core.config import parse_overrides
 from simdist_core.robots import get_robot
 from simdist_core.sim.base import RobotEnv, make_env
+from simdist_core.sim.robot_frames import RobotFrames, layout
 from std_msgs.msg import Bool, Float64MultiArray, Header, String
 from std_srvs.srv import Trigger
 
 from simdist_ros import msgs, qos, topics
 from simdist_ros.params import P, TunableParams, declare_table
+from simdist_ros.robot_tf import RobotTf
 from simdist_ros.runtime import executor_counts, run_node
-from simdist_ros.sensors import PUBLISHED_SENSORS, joint_names, sensors_to_messages
+from simdist_ros.sensors import PUBLISHED_SENSORS, joint_names, sensors_to_messages, tf_inputs
 
 os.environ.setdefault("MUJOCO_GL", "egl")  # headless rendering (UR5e camera) on a machine without a display
 
@@ -101,6 +104,8 @@ class SimRobotParams:
     pose on ``fixture_pose`` (the env's estimate, a few mm off the true hole)."""
     diagnostics_period_s: float
     """Wall seconds between two diagnostics messages."""
+    publish_tf: bool
+    """Publish the robot description and its frames (``/tf``, ``/tf_static``) for RViz."""
 
     def __post_init__(self) -> None:
         if "/" not in self.task:
@@ -119,6 +124,7 @@ ROWS = (
     P("reset_on_fall", True, "Reset the task when the robot falls"),
     P("publish_task_command", True, "Publish the task's command (Go2 cmd_vel, UR5e fixture_pose)"),
     P("diagnostics_period_s", 1.0, "Diagnostics period in wall seconds", lo=0.05, hi=60.0, read_only=True),
+    P("publish_tf", True, "Publish robot_description, /tf and /tf_static for RViz", read_only=True),
 )
 
 _SENSOR_TYPES = {"joint_states": JointState, "imu": Imu, "odom": Odometry, "height_map": Image,
@@ -173,6 +179,7 @@ class SimRobotNode(Node):
         self.create_service(Trigger, "estop", lambda _req, resp: self._estop_service(resp, latch=True))
         self.create_service(Trigger, "reset_estop", lambda _req, resp: self._estop_service(resp, latch=False))
         self.create_timer(params.diagnostics_period_s, self._publish_diagnostics)
+        self._robot_tf: RobotTf | None = None  # made from the env's model once the sim thread has the env
 
         # The env lives in the simulation thread: an EGL renderer (UR5e camera) is bound to the thread that
         # created it. The constructor waits for the first reset so a broken task fails the process at start.
@@ -269,6 +276,8 @@ class SimRobotNode(Node):
     def _loop(self, params: SimRobotParams) -> None:
         try:
             self.env = make_env(params.task, parse_overrides(params.overrides))
+            if params.publish_tf:  # the simulator's own compiled model: TF and URDF are its kinematics
+                self._robot_tf = RobotTf(self, self.spec.name, RobotFrames(self.env.model, layout(self.spec.name)))
             self.env.reset(seed=params.seed)
             self._announce_episode("start", self.sim_ns)
             self._publish_state(self._sensors(None))
@@ -400,6 +409,8 @@ class SimRobotNode(Node):
             self._task_command_pub.publish(msgs.make_task_command(self.spec.name, command, self.sim_ns))
         for key, msg in sensors_to_messages(self.spec.name, sensors, self.names, self.sim_ns).items():
             self._pubs[key].publish(msg)
+        if self._robot_tf is not None:
+            self._robot_tf.publish(self.sim_ns, *tf_inputs(self.spec.name, sensors))
         self._clock_pub.publish(msgs.make_clock(self.sim_ns))
 
     # ---- diagnostics -------------------------------------------------------------------------------

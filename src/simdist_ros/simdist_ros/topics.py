@@ -8,8 +8,8 @@ never knows which driver is running. Message types are standard ones only (no ro
 JOINT_STATES = "joint_states"  # sensor_msgs/JointState, MuJoCo joint order, absolute rad / rad/s / N m
 IMU = "imu"  # sensor_msgs/Imu (orientation, angular velocity, linear acceleration) in the base frame
 ODOM = "odom"  # nav_msgs/Odometry. Go2: estimated pose, twist in the base frame. UR5e: tool-tip pose (base frame)
-HEIGHT_MAP = "height_map"  # sensor_msgs/Image 32FC1, rows x cols of the robot spec, metres
-CAMERA_IMAGE = "camera/image_raw"  # sensor_msgs/Image rgb8 (UR5e)
+HEIGHT_MAP = "height_map"  # sensor_msgs/Image 32FC1, rows x cols of the robot spec, metres, frame base_yaw
+CAMERA_IMAGE = "camera/image_raw"  # sensor_msgs/Image rgb8 (UR5e), frame camera_optical_frame
 WRENCH = "wrench"  # geometry_msgs/WrenchStamped at the UR5e tool flange
 FOOT_CONTACTS = "foot_contacts"  # std_msgs/Float64MultiArray, contact force norms per foot (Go2)
 TASK_COMMAND = "cmd_vel"  # geometry_msgs/Twist velocity command (Go2)
@@ -26,9 +26,14 @@ EXECUTED_COMMAND = "executed_command"  # std_msgs/Float64MultiArray, the action 
 
 # Learning stack.
 LATENT = "latent"  # std_msgs/Float32MultiArray: layout dim0 = "stamp" carries obs time (see simdist_ros.msgs)
-PLAN = "plan"  # trajectory_msgs/JointTrajectory, the MPPI mean over the horizon
-PREDICTED_ROLLOUT = "predicted_rollout"  # visualization_msgs/MarkerArray, decoded by the probe head
+PLAN = "plan"  # trajectory_msgs/JointTrajectory, the MPPI mean (Go2: joint targets rad; UR5e: normalised steps)
+PREDICTED_ROLLOUT = "predicted_rollout"  # visualization_msgs/MarkerArray: plan + sampled rollouts (probe head)
 DIAGNOSTICS = "/diagnostics"  # diagnostic_msgs/DiagnosticArray
 CHUNK_READY = "replay/chunk_ready"  # std_msgs/String JSON, transient-local (qos.ANNOUNCE)
 MODEL_UPDATE = "model/update"  # std_msgs/String JSON, transient-local (qos.ANNOUNCE)
 ESTOP = "estop"  # std_msgs/Bool, latched damping until reset (drivers)
+
+# Visualisation (drivers, see simdist_ros.robot_tf).
+TF = "/tf"  # tf2_msgs/TFMessage: joint frames, odom -> base_link (absolute, as tf2 listeners expect)
+TF_STATIC = "/tf_static"  # tf2_msgs/TFMessage, transient-local: fixed frames
+ROBOT_DESCRIPTION = "robot_description"  # std_msgs/String URDF, transient-local

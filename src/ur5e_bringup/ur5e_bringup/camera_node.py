@@ -157,7 +157,8 @@ ROWS = (
       lo=0, hi=4096, read_only=True),
     P("output_height", _OUT_HW[0], "Published height (0 = capture size)", lo=0, hi=4096, read_only=True),
     P("stall_timeout_s", 1.0, "No frame for this long = stalled (reopen)", lo=0.1, hi=60.0, read_only=True),
-    P("frame_id", "camera", "frame_id of the images", read_only=True),
+    P("frame_id", "camera_optical_frame", "frame_id of the images (optical: z forward, x right, y down)",
+      read_only=True),
     P("capture_api", "v4l2", "OpenCV capture API: v4l2 (cameras) or any (e.g. a video file)", read_only=True),
 )
 

@@ -6,7 +6,10 @@ Graph role (topics relative, see ``simdist_ros.topics``):
     out  ``joint_states`` (UR joint order = MuJoCo order), ``odom`` (TCP pose in the base frame, child frame
          ``tcp``: the sim's TCP site through the same MuJoCo kinematics, as ``simdist_ros.sensors`` expects),
          ``wrench`` (WrenchStamped, TCP force in the base frame), ``executed_command`` (the action applied; zeros
-         while holding or stopped), ``/diagnostics``
+         while holding or stopped), ``/diagnostics``; for RViz (``simdist_ros.robot_tf``): ``robot_description``,
+         ``/tf`` (arm joints from the measured positions; the gripper fingers are not measured and stay open) and
+         ``/tf_static`` (flange ``tool0``, ``tcp``, and ``camera_optical_frame`` at the simulated scene camera's
+         pose: a real camera's mounting differs, publish its calibration instead with ``publish_tf`` false)
     srv  ``estop``, ``reset_estop`` (clears the latch into ``disabled``), ``enable`` (accept commands again)
          (std_srvs/Trigger)
 
@@ -30,6 +33,7 @@ from simdist_core.robots import UR5E
 from simdist_core.sim.ur5e import LowLevelConfig
 from simdist_core.sim.ur5e_constants import ARM_JOINTS
 from simdist_ros.params import P, declare_table
+from simdist_ros.robot_tf import RobotTf
 from simdist_ros.runtime import run_node
 from std_msgs.msg import Bool, Float64MultiArray
 from std_srvs.srv import Trigger
@@ -60,6 +64,7 @@ class Ur5eDriverParams:
     ik_gain: float
     runaway_speed_rad_s: float
     frame_id: str
+    publish_tf: bool
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -87,6 +92,7 @@ ROWS = (
     P("runaway_speed_rad_s", _D.runaway_speed_rad_s, "Measured joint speed that latches the e-stop (> the speed "
       "limit)", lo=0.02, hi=3.14, read_only=True),
     P("frame_id", "base", "Frame of the wrench", read_only=True),
+    P("publish_tf", True, "Publish robot_description, /tf and /tf_static for RViz", read_only=True),
 )
 
 
@@ -141,6 +147,7 @@ class Ur5eDriverNode(Node):
         self._exec_pub = self.create_publisher(Float64MultiArray, topics.EXECUTED_COMMAND,
                                                qos.executed(UR5E.control_hz))
         self._diag_pub = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, qos.RELIABLE)
+        self._robot_tf = RobotTf(self, UR5E.name) if p.publish_tf else None
         self.create_timer(1.0 / p.publish_hz, self._publish, callback_group=outputs)
         self.create_timer(1.0, self._diagnostics, callback_group=outputs)
         self.loop.start()
@@ -193,6 +200,8 @@ class Ur5eDriverNode(Node):
         self._odom_pub.publish(msgs.make_odom(self.controller.tcp_pos_m, self.controller.tcp_quat_wxyz, zeros, zeros,
                                               t_ns, self.params.frame_id, "tcp"))
         self._exec_pub.publish(msgs.make_float64_array(self.controller.executed_action))
+        if self._robot_tf is not None:
+            self._robot_tf.publish(t_ns, state.q_rad)
 
     def _diagnostics(self) -> None:
         c = self.controller

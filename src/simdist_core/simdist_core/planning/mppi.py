@@ -145,6 +145,8 @@ class MPPIPlanner:
         self.model = self._prepare(model)
         self._discounts = self.cfg.discount ** torch.arange(self.cfg.horizon, device=self.device, dtype=torch.float32)
         self._prev_mean: torch.Tensor | None = None
+        self._last_pool: tuple[Latent, torch.Tensor, torch.Tensor] | None = None
+        """(latent, candidates, returns) of the last plan's final iteration, for ``sampled_rollouts``."""
 
     def _prepare(self, model: nn.Module) -> nn.Module:
         if model.spec.horizon < self.cfg.horizon:
@@ -154,6 +156,7 @@ class MPPIPlanner:
     def reset(self) -> None:
         """Forget the warm start (new episode, after a fallback, or after e-stop)."""
         self._prev_mean = None
+        self._last_pool = None
 
     def swap_model(self, new_model: nn.Module) -> None:
         """Replace the model between ticks (hot swap); keeps the warm start. Same robot layout required.
@@ -215,6 +218,7 @@ class MPPIPlanner:
         if not (torch.isfinite(mean).all() and torch.isfinite(zs).all() and torch.isfinite(value)):
             return self._fallback("non-finite plan mean or its predicted rollout")
         self._prev_mean = mean
+        self._last_pool = (latent, candidates, returns)
         return PlanResult(
             action=mean[0].clamp(-1.0, 1.0).cpu().numpy().astype(np.float32),
             mean=mean.cpu().numpy(),
@@ -223,6 +227,27 @@ class MPPIPlanner:
             value=float(value),
             num_nonfinite=dropped,
         )
+
+    @torch.inference_mode()
+    def sampled_rollouts(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Probe (K, H, 3) and return (K,) of ``k`` candidates the last plan considered, best first.
+
+        The candidates of its last iteration, spread evenly over their return ranking; empty after a fallback
+        or reset. For visualisation, called after the tick's command is out: it costs one prediction of K candidates and
+        draws no random numbers, so plans are the same whether or not it is called.
+        """
+        if self._last_pool is None or k <= 0:
+            return np.zeros((0, self.cfg.horizon, 3), np.float32), np.zeros(0, np.float32)
+        latent, candidates, returns = self._last_pool
+        finite = int(torch.isfinite(returns).sum())
+        k = min(k, finite)
+        if k <= 0:
+            return np.zeros((0, self.cfg.horizon, 3), np.float32), np.zeros(0, np.float32)
+        order = torch.argsort(returns, descending=True)[:finite]  # -inf (non-finite) sorts last
+        pick = order[torch.linspace(0, finite - 1, k, device=self.device).round().long()]
+        zs = self.model.predict(latent, candidates[pick])  # (K, H, D)
+        probes = self.model.decode_probe(zs).cpu().numpy().astype(np.float32)
+        return probes, returns[pick].cpu().numpy().astype(np.float32)
 
     def _prior_candidates(self, latent: Latent) -> torch.Tensor:
         """(Np, H, A): the policy prior's plan, then noisy copies of it (clipped to [-1, 1])."""
