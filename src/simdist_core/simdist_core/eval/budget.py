@@ -72,14 +72,11 @@ def planner_config(manifest: Any, budget: Budget) -> Any:  # noqa: ANN401
 
 def run_point(model: Any, manifest: Any, task: str, budget: Budget, args: argparse.Namespace) -> dict[str, Any]:  # noqa: ANN401
     """Evaluate one budget on one task; per-episode results and their summary."""
-    from simdist_core.eval.closed_loop import EvalConfig, evaluate
+    from simdist_core.eval.closed_loop import EvalConfig, evaluate, planner_for
     from simdist_core.eval.stats import episode_summary
-    from simdist_core.planning.mppi import MPPIPlanner
 
-    cfg = planner_config(manifest, budget)
-    if cfg.horizon > model.spec.horizon:
-        cfg = dataclasses.replace(cfg, horizon=model.spec.horizon)
-    planner = MPPIPlanner(model, cfg, seed=args.seed)
+    planner = planner_for(model, planner_config(manifest, budget), args.seed)
+    cfg = planner.cfg
     result = evaluate(model, EvalConfig(task=task, episodes=args.episodes, seconds=args.seconds, seed=args.seed),
                       planner=planner, manifest=manifest)  # fmt: skip
     summary = episode_summary(result["per_episode"], task)

@@ -71,7 +71,7 @@ def headline(summary: dict[str, float], task: str) -> dict[str, float]:
 def make_planner(model: torch.nn.Module, manifest: Any, preset: str, overrides: dict[str, str], seed: int) -> Any:  # noqa: ANN401
     """MPPIPlanner from a preset name (or ``checkpoint``: the manifest's stored config) plus overrides."""
     from simdist_core.config import from_dict
-    from simdist_core.planning.mppi import MPPIPlanner, PlannerConfig
+    from simdist_core.planning.mppi import PlannerConfig
 
     if preset == "checkpoint":
         stored = getattr(manifest, "planner_config", None)
@@ -80,9 +80,17 @@ def make_planner(model: torch.nn.Module, manifest: Any, preset: str, overrides: 
         cfg = from_dict(PlannerConfig, stored)
     else:
         cfg = planner_preset(preset)
-    cfg = apply_overrides(cfg, overrides)
+    return planner_for(model, apply_overrides(cfg, overrides), seed)
+
+
+def planner_for(model: torch.nn.Module, cfg: Any, seed: int) -> Any:  # noqa: ANN401  (PlannerConfig -> MPPIPlanner)
+    """MPPIPlanner of ``cfg`` on ``model``, its horizon capped at what the model was trained to predict."""
+    import dataclasses
+
+    from simdist_core.planning.mppi import MPPIPlanner
+
     if cfg.horizon > model.spec.horizon:
-        cfg = apply_overrides(cfg, {"horizon": str(model.spec.horizon)})
+        cfg = dataclasses.replace(cfg, horizon=model.spec.horizon)
     return MPPIPlanner(model, cfg, seed=seed)
 
 
