@@ -56,6 +56,13 @@ class Go2ExpertConfig:
     """Largest lag of the base behind the reference point (anti wind-up)."""
     heading_gain: float = 1.0
     gravity_share: float = 1.0
+    accel_friction_fraction: float = 0.5
+    """Share of the friction-limited acceleration ``g (mu cos(slope) - sin|slope|)`` the velocity reference uses."""
+    speed_per_margin_s: float = 9.0
+    """Speed cap (m/s) per unit of friction margin ``mu cos(slope) - sin|slope|`` (0.71 m/s on mu 0.22, 8 deg)."""
+    full_margin: float = 0.3
+    """Friction margin at and above which the reference lead clamp is not reduced; below, it shrinks in
+    proportion (a lead asks for extra speed the feet cannot push for on a slippery incline)."""
     skill: float = 1.0
     """1 = expert; lower values degrade it (module docstring); 0 is the weakest variant."""
 
@@ -87,6 +94,7 @@ class Go2TrotExpert:
         state = env.privileged_state()
         self._heading = yaw_from_quat(state["base_quat"])
         self._ref_xy = state["base_pos"][:2].copy()
+        self._v_ref = np.zeros(2)  # world xy velocity the reference point moves at; ramps towards the command
         self._liftoff = state["foot_pos_world"].copy()  # (4, 3)
         self._was_swing = np.zeros(4, dtype=bool)
         self._noise = np.zeros((4, 2))
@@ -109,10 +117,22 @@ class Go2TrotExpert:
         self._heading += cmd[2] * dt
         yaw_rate = cmd[2] + c.heading_gain * self._gain_scale * _wrap(self._heading - yaw)
         cy, sy = math.cos(yaw), math.sin(yaw)
-        v_world = np.array([cy * cmd[0] - sy * cmd[1], sy * cmd[0] + cy * cmd[1], 0.0])
+        v_cmd = np.array([cy * cmd[0] - sy * cmd[1], sy * cmd[0] + cy * cmd[1]])
+        margin = self._friction_margin(env, s, yaw)
+        speed = float(np.linalg.norm(v_cmd))
+        cap = c.speed_per_margin_s * margin
+        if speed > cap:
+            v_cmd *= cap / speed
+        dv = v_cmd - self._v_ref
+        step = c.accel_friction_fraction * _GRAVITY_M_S2 * margin * dt
+        norm_dv = float(np.linalg.norm(dv))
+        self._v_ref = v_cmd.copy() if norm_dv <= step else self._v_ref + dv * (step / norm_dv)
+        v_world = np.array([self._v_ref[0], self._v_ref[1], 0.0])
         self._ref_xy += v_world[:2] * dt
         lead = self._ref_xy - s["base_pos"][:2]
         limit = c.reference_lead_clamp_m * self._gain_scale
+        if float(lead @ self._v_ref) > 0.0:  # behind the reference: catching up needs traction, slowing down does not
+            limit *= min(1.0, margin / c.full_margin)
         norm = float(np.linalg.norm(lead))
         if norm > limit:
             lead *= limit / norm
@@ -132,6 +152,12 @@ class Go2TrotExpert:
         q_des = foot_ik(feet_body).ravel()  # (12,)
         q_des += self._gravity_offsets(env, stance)
         return env.low_level.action_from_targets(q_des)
+
+    def _friction_margin(self, env: Any, s: dict[str, np.ndarray], yaw: float) -> float:
+        """Friction-limited acceleration in g: ``mu cos(slope) - sin|slope|`` (>= 0.02), from the true friction."""
+        mu = float(s.get("domain_friction", 0.8))
+        slope = abs(_slope_along(env, s["base_pos"], yaw))
+        return max(mu * math.cos(slope) - math.sin(slope), 0.02)
 
     def _plan_swing(
         self,
