@@ -25,8 +25,14 @@ Weaker variants (``make_go2_expert(env, skill)``, skill in [0, 1]; 1 = the exper
 feedback gains (reference tracking, Raibert, heading) scale by ``1 - 0.7 b``; the expert's gait clock runs
 with period ``x (1 + 0.3 b)`` against the env's clock (mistimed gait); state is read ``round(3 b)`` control
 steps late (delayed estimator); touchdown targets get Gaussian noise of ``0.04 b`` m; the gravity share
-scales by ``1 - 0.4 b``. Measured on go2/flat (3 x 10 s, vx ~U(0.3, 1)): skill 1 -> 0.62 m/s, 0 falls/min;
-0.75 -> 0.53 m/s, 0 falls/min; 0.5 -> 0.13 m/s, 15.7 falls/min; 0.25 -> 0 m/s, 21 falls/min.
+scales by ``1 - 0.4 b``. Measured on go2/flat (3 x 10 s, vx ~U(0.3, 1)): skill 1 -> 0.64 m/s, 0 falls/min;
+0.75 -> 0.61 m/s, 0 falls/min; 0.5 -> 0.24 m/s, 15 falls/min; 0.25 -> -0.05 m/s, 27 falls/min. On go2/ptfe_slope
+(2 x 6 s, vx 0.6): skill 1 -> 2.9 m, 0.75 -> 2.2 m, both without falls; 0.4 -> -0.5 m, 25 falls/min.
+
+Expert on each task (``python -m simdist_core.experts.go2_expert``, 3 x 20 s, the seeds of ``simdist bench
+generate``), progress per episode / falls per minute: flat 12.6 m / 0; slope 10 deg 12.5 m / 0; rough 10.9 m / 0;
+foam 12.7 m / 0; ptfe_slope 11.6 m / 0 (a fixed trot without the friction-aware reference: 3.3 m / 5.1).
+It does not yet turn on the PTFE incline: yaw-rate commands of +-0.5 rad/s there give 6 falls/min.
 """
 
 from __future__ import annotations
