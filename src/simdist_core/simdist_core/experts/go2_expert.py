@@ -32,7 +32,9 @@ scales by ``1 - 0.4 b``. Measured on go2/flat (3 x 10 s, vx ~U(0.3, 1)): skill 1
 Expert on each task (``python -m simdist_core.experts.go2_expert``, 3 x 20 s, the seeds of ``simdist bench
 generate``), progress per episode / falls per minute: flat 12.6 m / 0; slope 10 deg 12.5 m / 0; rough 10.9 m / 0;
 foam 12.7 m / 0; ptfe_slope 11.6 m / 0 (a fixed trot without the friction-aware reference: 3.3 m / 5.1).
-It does not yet turn on the PTFE incline: yaw-rate commands of +-0.5 rad/s there give 6 falls/min.
+It walks up and down the PTFE incline but not across it: started 25-90 deg off the fall line at mu 0.22 it
+slides sideways and falls within ~1 s (at mu 0.4 from 45 deg), so yaw-rate commands of +-0.5 rad/s there give
+6 falls/min. The tasks command no turning and start on the fall line (pretraining: within +-17 deg).
 """
 
 from __future__ import annotations
