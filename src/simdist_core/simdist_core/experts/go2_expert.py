@@ -3,12 +3,21 @@
 Each control step (50 Hz) the expert, reading ``env.privileged_state()`` and the exact terrain height:
 
 1. Reads the env's gait clock (diagonal trot FL+RR / FR+RL, period ``gait_period_s``, duty ``gait_duty``).
-2. Builds the *desired* body frame: current xy advanced by the target velocity over a look-ahead, height
+2. Moves a velocity reference towards the command within what the feet can push for. With the true foot
+   friction mu and the steepest terrain slope theta, the friction margin ``m = mu cos(theta) - sin(theta)``
+   is the acceleration (in g) the ground can give along the incline. The reference accelerates at most at
+   ``accel_friction_fraction * g * m``, its speed is capped at ``speed_per_margin_m_s * m``, and below
+   ``full_margin`` the base may lag a reference point moving at it by proportionally less (the lag is turned
+   into extra speed demand). On rigid ground with mu 0.8 this only ramps the start (about 0.25 s to 1 m/s);
+   on the 8 deg, mu 0.22 PTFE incline (m = 0.079) it caps the speed at 0.71 m/s and ramps over ~2 s.
+   Without it the trot asked for the command at once from standing, the stance feet saturated the friction
+   cone, slid and the base rolled over within 1-2 s (2 of 3 episodes, commands 0.66 and 0.75 m/s).
+3. Builds the *desired* body frame: current xy advanced by the target velocity over a look-ahead, height
    ``body_height_m`` above the terrain, yaw = heading target, pitch = terrain slope along the heading.
-3. Stance feet stay where they are in the world; swing feet follow a lift-and-place arc to a Raibert
+4. Stance feet stay where they are in the world; swing feet follow a lift-and-place arc to a Raibert
    target ``hip + v T_stance / 2 + k (v - v_target)`` on the terrain surface.
-4. Expresses all feet in the desired body frame and solves analytic IK (``go2_kinematics``).
-5. Adds the stance legs' gravity share as a target offset ``J^T f / kp`` and converts the joint targets to
+5. Expresses all feet in the desired body frame and solves analytic IK (``go2_kinematics``).
+6. Adds the stance legs' gravity share as a target offset ``J^T f / kp`` and converts the joint targets to
    the normalised action of the fixed low-level PD (``Go2LowLevel.action_from_targets``). So the expert's
    whole intent is a joint target: exactly what the planner outputs and the dataset records.
 
@@ -16,8 +25,16 @@ Weaker variants (``make_go2_expert(env, skill)``, skill in [0, 1]; 1 = the exper
 feedback gains (reference tracking, Raibert, heading) scale by ``1 - 0.7 b``; the expert's gait clock runs
 with period ``x (1 + 0.3 b)`` against the env's clock (mistimed gait); state is read ``round(3 b)`` control
 steps late (delayed estimator); touchdown targets get Gaussian noise of ``0.04 b`` m; the gravity share
-scales by ``1 - 0.4 b``. Measured on go2/flat (3 x 10 s, vx ~U(0.3, 1)): skill 1 -> 0.62 m/s, 0 falls/min;
-0.75 -> 0.53 m/s, 0 falls/min; 0.5 -> 0.13 m/s, 15.7 falls/min; 0.25 -> 0 m/s, 21 falls/min.
+scales by ``1 - 0.4 b``. Measured on go2/flat (3 x 10 s, vx ~U(0.3, 1)): skill 1 -> 0.64 m/s, 0 falls/min;
+0.75 -> 0.61 m/s, 0 falls/min; 0.5 -> 0.24 m/s, 15 falls/min; 0.25 -> -0.05 m/s, 27 falls/min. On go2/ptfe_slope
+(2 x 6 s, vx 0.6): skill 1 -> 2.9 m, 0.75 -> 2.2 m, both without falls; 0.4 -> -0.5 m, 25 falls/min.
+
+Expert on each task (``python -m simdist_core.experts.go2_expert``, 3 x 20 s, the seeds of ``simdist bench
+generate``), progress per episode / falls per minute: flat 12.6 m / 0; slope 10 deg 12.5 m / 0; rough 10.9 m / 0;
+foam 12.7 m / 0; ptfe_slope 11.6 m / 0 (a fixed trot without the friction-aware reference: 3.3 m / 5.1).
+It walks up and down the PTFE incline but not across it: started 25-90 deg off the fall line at mu 0.22 it
+slides sideways and falls within ~1 s (at mu 0.4 from 45 deg), so yaw-rate commands of +-0.5 rad/s there give
+6 falls/min. The tasks command no turning and start on the fall line (pretraining: within +-17 deg).
 """
 
 from __future__ import annotations
@@ -42,7 +59,11 @@ _NOMINAL_FEET_XY_M = HIP_OFFSETS_M + np.outer(LEG_SIDE, [0.0, THIGH_Y_OFFSET_M, 
 
 @dataclass(frozen=True, kw_only=True)
 class Go2ExpertConfig:
-    """Gains and gait of the trot expert (defaults walk 0.3-1.0 m/s on flat ground and 10 deg slopes)."""
+    """Gains and gait of the trot expert.
+
+    The defaults walk 0.3-1.0 m/s on flat ground and 10 deg slopes, and up the 8 deg, mu 0.22 incline at up to
+    0.71 m/s (the friction-aware speed cap).
+    """
 
     body_height_m: float = 0.27
     swing_height_m: float = 0.08
@@ -56,6 +77,13 @@ class Go2ExpertConfig:
     """Largest lag of the base behind the reference point (anti wind-up)."""
     heading_gain: float = 1.0
     gravity_share: float = 1.0
+    accel_friction_fraction: float = 0.5
+    """Share of the friction-limited acceleration ``g (mu cos(slope) - sin|slope|)`` the velocity reference uses."""
+    speed_per_margin_m_s: float = 9.0
+    """Speed cap (m/s) per unit of friction margin ``mu cos(slope) - sin|slope|`` (0.71 m/s on mu 0.22, 8 deg)."""
+    full_margin: float = 0.3
+    """Friction margin at and above which the reference lead clamp is not reduced; below, it shrinks in
+    proportion (a lead asks for extra speed the feet cannot push for on a slippery incline)."""
     skill: float = 1.0
     """1 = expert; lower values degrade it (module docstring); 0 is the weakest variant."""
 
@@ -66,6 +94,9 @@ class Go2ExpertConfig:
             raise ValueError(f"body_height_m must be in [0.15, 0.35], got {self.body_height_m=}")
         if not 0.0 <= self.swing_height_m <= 0.2:
             raise ValueError(f"swing_height_m must be in [0, 0.2], got {self.swing_height_m=}")
+        for name in ("accel_friction_fraction", "speed_per_margin_m_s", "full_margin"):
+            if not getattr(self, name) > 0.0:
+                raise ValueError(f"{name} must be > 0, got {name}={getattr(self, name)}")
 
 
 class Go2TrotExpert:
@@ -87,6 +118,7 @@ class Go2TrotExpert:
         state = env.privileged_state()
         self._heading = yaw_from_quat(state["base_quat"])
         self._ref_xy = state["base_pos"][:2].copy()
+        self._v_ref = np.zeros(2)  # world xy velocity the reference point moves at; ramps towards the command
         self._liftoff = state["foot_pos_world"].copy()  # (4, 3)
         self._was_swing = np.zeros(4, dtype=bool)
         self._noise = np.zeros((4, 2))
@@ -104,20 +136,10 @@ class Go2TrotExpert:
         duty = env.config.gait_duty
         leg_phase = (float(s["time_s"]) / period + PAIR_OFFSET) % 1.0  # (4,)
         stance = leg_phase < duty
-        # Track a reference point moving at the commanded velocity (PI-like velocity control); its lead over
-        # the base is clamped so a stalled robot does not wind it up. Heading hold on a moving heading target.
+        # Heading hold on a moving heading target; velocity from a friction-aware reference (module docstring).
         self._heading += cmd[2] * dt
         yaw_rate = cmd[2] + c.heading_gain * self._gain_scale * _wrap(self._heading - yaw)
-        cy, sy = math.cos(yaw), math.sin(yaw)
-        v_world = np.array([cy * cmd[0] - sy * cmd[1], sy * cmd[0] + cy * cmd[1], 0.0])
-        self._ref_xy += v_world[:2] * dt
-        lead = self._ref_xy - s["base_pos"][:2]
-        limit = c.reference_lead_clamp_m * self._gain_scale
-        norm = float(np.linalg.norm(lead))
-        if norm > limit:
-            lead *= limit / norm
-        self._ref_xy = s["base_pos"][:2] + lead
-        v_world[:2] += c.reference_gain * self._gain_scale * lead
+        v_world = self._reference_velocity(env, s, yaw, dt)
         # Desired body frame at t + lookahead.
         base = s["base_pos"] + v_world * c.lookahead_s
         ground = float(env.terrain_height(base[0], base[1]))
@@ -132,6 +154,42 @@ class Go2TrotExpert:
         q_des = foot_ik(feet_body).ravel()  # (12,)
         q_des += self._gravity_offsets(env, stance)
         return env.low_level.action_from_targets(q_des)
+
+    def _reference_velocity(self, env: Any, s: dict[str, np.ndarray], yaw: float, dt: float) -> np.ndarray:
+        """World velocity target (3,) (z = 0): the ramped, capped reference plus its point-tracking correction.
+
+        A reference point moves at the reference velocity and the base is pulled towards it (PI-like velocity
+        control); its lead over the base is clamped so a stalled robot does not wind it up.
+        """
+        c, cmd = self.config, s["command"]
+        cy, sy = math.cos(yaw), math.sin(yaw)
+        v_cmd = np.array([cy * cmd[0] - sy * cmd[1], sy * cmd[0] + cy * cmd[1]])
+        margin = self._friction_margin(env, s)
+        speed, cap = float(np.linalg.norm(v_cmd)), c.speed_per_margin_m_s * margin
+        if speed > cap:
+            v_cmd *= cap / speed
+        dv = v_cmd - self._v_ref
+        max_dv = c.accel_friction_fraction * _GRAVITY_M_S2 * margin * dt
+        norm_dv = float(np.linalg.norm(dv))
+        self._v_ref = v_cmd if norm_dv <= max_dv else self._v_ref + dv * (max_dv / norm_dv)
+        v_world = np.array([self._v_ref[0], self._v_ref[1], 0.0])
+        self._ref_xy += self._v_ref * dt
+        lead = self._ref_xy - s["base_pos"][:2]
+        limit = c.reference_lead_clamp_m * self._gain_scale
+        if float(lead @ self._v_ref) > 0.0:  # behind the reference: catching up needs traction, slowing down does not
+            limit *= min(1.0, margin / c.full_margin)
+        norm = float(np.linalg.norm(lead))
+        if norm > limit:
+            lead *= limit / norm
+        self._ref_xy = s["base_pos"][:2] + lead
+        v_world[:2] += c.reference_gain * self._gain_scale * lead
+        return v_world
+
+    def _friction_margin(self, env: Any, s: dict[str, np.ndarray]) -> float:
+        """Friction-limited acceleration in g: ``mu cos(slope) - sin|slope|`` (>= 0.02), from the true friction."""
+        mu = float(s.get("domain_friction", 0.8))
+        slope = _steepest_slope(env, s["base_pos"])
+        return max(mu * math.cos(slope) - math.sin(slope), 0.02)
 
     def _plan_swing(
         self,
@@ -213,6 +271,16 @@ def _slope_along(env: Any, base: np.ndarray, yaw: float) -> float:
     ahead = float(env.terrain_height(base[0] + c, base[1] + s))
     behind = float(env.terrain_height(base[0] - c, base[1] - s))
     return math.atan2(ahead - behind, 0.6)
+
+
+def _steepest_slope(env: Any, base: np.ndarray) -> float:
+    """Terrain inclination (rad) along the steepest direction, from heights 0.3 m around ``base``.
+
+    Standing across a slope loads the friction cone as much as along it, so the margin uses this.
+    """
+    x, y = float(base[0]), float(base[1])
+    h = env.terrain_height(np.array([x + 0.3, x - 0.3, x, x]), np.array([y, y, y + 0.3, y - 0.3]))
+    return math.atan(math.hypot(h[0] - h[1], h[2] - h[3]) / 0.6)
 
 
 def _rot_z(yaw: float) -> np.ndarray:

@@ -13,8 +13,9 @@
 Every field can be overridden: ``make_env("go2/ptfe_slope", {"terrain.friction": "0.2"})``.
 
 Expert (skill 1) on each task, 3 episodes x 20 s, vx ~U(0.3, 1.0) (``simdist bench generate --robot go2``):
-progress per episode / falls per minute -- flat 12.7 m / 0; slope 12.6 m / 0; rough 10.9 m / 0;
-ptfe_slope 3.3 m / 5.1; foam 12.7 m / 0 (foot slip is higher on foam: compliant shear, see ``terrains``).
+progress per episode / falls per minute -- flat 12.6 m / 0; slope 12.5 m / 0; rough 10.9 m / 0;
+ptfe_slope 11.6 m / 0 (speed capped at 0.71 m/s; 3.3 m / 5.1 before the expert respected the friction limit);
+foam 12.7 m / 0 (foot slip is higher on foam: compliant shear, see ``terrains``).
 """
 
 from __future__ import annotations
