@@ -147,7 +147,11 @@ class OfflineTransitions:
 
     def sample(self, n: int) -> Batch:
         """``n`` transitions drawn uniformly over the store's transitions."""
-        rows = self._rng.choice(self.sampler.starts, n)
+        return self.transitions(self._rng.choice(self.sampler.starts, n))
+
+    def transitions(self, rows: np.ndarray) -> Batch:
+        """The transitions that start at global ``rows`` (each must have a next row in its episode)."""
+        n = len(rows)
         w = self.sampler.sample(starts=rows)
         obs = {key: value[:, 0] for key, value in w["obs"].items()}
         nxt = {key: value[:, 1] for key, value in w["obs"].items()}

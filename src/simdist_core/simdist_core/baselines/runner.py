@@ -12,8 +12,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import numpy as np
-
 from simdist_core.baselines.common import AgentPlanner, OfflineTransitions, OnlineRecorder, ReplayBuffer, obs_dim
 from simdist_core.baselines.iql import IQLAgent, IQLConfig
 from simdist_core.baselines.rlpd import RLPDAgent, RLPDConfig
@@ -88,8 +86,3 @@ class RLBaseline:
     def evaluation_planner(self, seed: int = 0) -> AgentPlanner:
         """The deterministic (mean-action) policy as a planner for closed-loop evaluation."""
         return AgentPlanner(self.agent, self.cfg.history, deterministic=True, seed=seed)
-
-
-def finite(log_: dict[str, float]) -> bool:
-    """Whether every logged loss is a finite number."""
-    return all(np.isfinite(v) for v in log_.values())
