@@ -6,6 +6,8 @@ by **advantage-weighted regression**, weights exp(beta (Q - V)) clipped at 100 (
 locomotion temperature). The policy is a Gaussian with tanh-squashed mean and a state-independent
 log std (the authors' code). Online fine-tuning (paper, section 5.3) keeps the same updates and adds
 live transitions to a buffer that starts with the offline data; batches are uniform over the union.
+Rewards are used as the simulator gives them (the paper also rescales locomotion rewards by
+1000 / (max - min episode return) of the dataset; the task rewards here are already O(1) per step).
 """
 
 from __future__ import annotations
