@@ -141,7 +141,9 @@ class IQLAgent(nn.Module):
         v_loss.backward()
         self.v_opt.step()
 
-        weight = torch.exp(cfg.temperature * (target_q - v.detach())).clamp(max=MAX_WEIGHT)
+        with torch.no_grad():  # the authors' order: the policy and Q steps read the value just updated
+            v = self.value(obs).squeeze(-1)
+        weight = torch.exp(cfg.temperature * (target_q - v)).clamp(max=MAX_WEIGHT)
         # actions stored at exactly +-1 are fine: the policy is an unsquashed Gaussian
         pi_loss = -(weight * self.policy.dist(obs).log_prob(b["action"]).sum(-1)).mean()
         self.pi_opt.zero_grad()
