@@ -54,6 +54,45 @@ def test_benchmark_cli_reports_all_methods(tmp_path):
     assert main(argv) == 2, "a non-empty workdir is refused (experience from two runs must not mix)"
 
 
+def test_rl_baselines_and_a_compared_checkpoint_run_on_the_same_budget(tmp_path, capsys):
+    from simdist_core.data import generate
+
+    torch.set_num_threads(1)
+    ckpt, other, data = tmp_path / "ckpt", tmp_path / "other", tmp_path / "data"
+    save_checkpoint(ckpt, tiny_model("go2"), version=1)
+    save_checkpoint(other, tiny_model("go2", seed=1), version=1)
+    assert generate.main(["--robot", "go2", "--task", "flat", "--steps", "300", "--seed", "2", "--out", str(data),
+                          "--set", "episode_length_s=1", "--set", "data.value.episodes=2",
+                          "--set", "data.value.train_steps=50", "--set", "data.value.branch_states=2",
+                          "--set", "data.value.branch_steps=10", "--no-fsync"]) == 0
+    out = tmp_path / "adapt.json"
+    argv = ["--task", "go2/foam", "--checkpoint", str(ckpt), "--minutes", "0,0.02", "--json", str(out),
+            "--methods", "zero_shot,dynamics_only,rlpd,iql", "--compare", f"other={other}",
+            "--set", "eval_episodes=1", "--set", "eval_s=0.3", "--set", "heldout_episodes=2", "--set", "episode_s=1",
+            "--set", "heldout_windows=32", "--set", "finetune.steps=5", "--set", "finetune.batch_size=16",
+            "--set", "finetune.holdout_fraction=0.3",
+            *[a for p in SMALL_PLANNER for a in ("--planner", p)],
+            *[a for m in ("rlpd", "iql") for kv in ("offline_steps=2", "batch_size=16", "hidden=32", "update_every=10",
+                                                  "history=2") for a in ("--set", f"{m}.{kv}")],
+            "--set", "rlpd.utd_ratio=2", "--set", "rlpd.num_critics=4"]
+    assert main([*argv, "--workdir", str(tmp_path / "w0")]) == 2, "rlpd without --data and no recorded dataset"
+    assert "--data" in capsys.readouterr().err
+    assert main([*argv, "--data", str(data)]) == 0
+    report = json.loads(out.read_text())
+    results = report["results"]
+    assert set(results) == {"zero_shot", "dynamics_only", "rlpd", "iql", "zero_shot@other", "dynamics_only@other"}
+    for method in ("rlpd", "iql"):
+        res = results[method]
+        assert res["minutes"] == [0.0, 0.02] and all(m == m for m in res["metric"])  # finite, not NaN
+        assert res["latent_error"] == [None, None] and res["probe_error"] == [None, None]
+        assert res["update_rounds"] == [2, 2 + 60 // 10]  # 0.02 min at 50 Hz = 60 steps, a round every 10
+        assert report["summary"][method]["latent_error_ratio_zero_shot_over_method"] is None
+    # the compared checkpoint starts from its own zero-shot point, not the main one's
+    assert results["dynamics_only@other"]["latent_error"][0] == results["zero_shot@other"]["latent_error"][0]
+    assert results["zero_shot@other"]["latent_error"][0] != results["zero_shot"]["latent_error"][0]
+    assert report["rl_dataset"] == str(data) and report["compare"] == {"other": str(other)}
+
+
 def test_point_records_true_reward_per_control_step():
     from simdist_core.eval.adaptation import point_fields
 

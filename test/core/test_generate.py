@@ -103,6 +103,28 @@ def test_rows_follow_the_recording_contract(reference):
     assert torch.isfinite(batch["obs"]["proprio"]).all() and torch.isfinite(batch["values"]).all()
 
 
+@pytest.mark.timeout(600)
+def test_expert_only_mixture_has_no_perturbed_steps_at_the_same_row_budget(reference, tmp_path, capsys):
+    out = tmp_path / "expert_only"
+    assert generate.main([*ARGS, "--out", str(out), "--workers", "1", "--mixture", "expert_only"]) == 0
+    ds, ref = Dataset(out), Dataset(reference)
+    behaviour = json.loads((out / "dataset.json").read_text())["config"]["behaviour"]
+    assert behaviour["expert_fraction"] == 1.0 and behaviour["perturbation"]["never_noised_fraction"] == 1.0
+    # same budget rule as the default mixture: each shard stops at the first episode end past its share
+    assert 1000 <= ds.n_steps < 1000 + 2 * 101 and 1000 <= ref.n_steps < 1000 + 2 * 101
+    assert ref.array("perturbed").any() and not ref.array("expert_episode").all(), "the default mixture is mixed"
+    assert not ds.array("perturbed").any()
+    assert ds.array("expert_episode").all() and np.all(ds.array("skill") == 1.0)
+    final = np.zeros(ds.n_steps, bool)
+    final[ds.episode_ends - 1] = True
+    np.testing.assert_array_equal(ds.array("action")[~final], ds.array("policy_action")[~final])
+    assert ds.array("clean_expert")[~final].all()
+    # a mixture key set twice is a usage error, not a silent override
+    assert generate.main([*ARGS, "--out", str(tmp_path / "x"), "--mixture", "expert_only",
+                          "--set", "data.behaviour.expert_fraction=0.5"]) == 2
+    assert "--mixture" in capsys.readouterr().err
+
+
 def test_resume_with_a_different_configuration_is_refused(reference, tmp_path, capsys):
     out = tmp_path / "copy"
     shutil.copytree(reference, out)

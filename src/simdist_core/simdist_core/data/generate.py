@@ -2,11 +2,15 @@ r"""``simdist generate``: experts and weak policies with contiguous perturbation
 
     simdist generate --robot go2 --task flat --steps 1000000 --out data/go2_flat --workers 2 --seed 0 \\
         [--shard I --num-shards M] [--set data.behaviour.expert_fraction=0.5] [--set terrain.friction=0.8] \\
-        [--chunk-steps 4096]
+        [--chunk-steps 4096] [--mixture expert_only]
 
 * The task id is ``f"{robot}/{task}"`` (``sim.base.make_env``). ``--set key=value`` goes to the env,
   except keys starting with ``data.`` which set fields of ``GenerateConfig`` (e.g.
   ``data.behaviour.weak_skill_min=0.5``, ``data.value.episodes=4``).
+* ``--mixture`` picks a named behaviour mixture (``MIXTURES``): ``default`` (below) or ``expert_only``:
+  every episode driven by the clean expert and never perturbed, for the ablation "pretrained without
+  the perturbed and weak-policy data" at the same ``--steps`` row budget. The resulting ``behaviour``
+  fields are what ``dataset.json`` records.
 * Episodes: expert (skill 1) with probability 0.5, else a weak variant with skill =U(0.3, 0.9)
   (``experts.make_policy``); contiguous perturbations (``data.perturbation``); rows as documented in
   ``data.rollout``; values from the expert value function (``data.value_labels``), fitted once on
@@ -54,6 +58,11 @@ log = logging.getLogger(__name__)
 DATASET_FORMAT = "simdist-dataset/1"
 VALUE_ROLLOUT_OVERRIDES: dict[str, dict[str, str]] = {"ur5e": {"render": "false"}}
 """Env overrides for the value-fit rollouts (only privileged state is used, so no camera)."""
+MIXTURES: dict[str, dict[str, str]] = {
+    "default": {},
+    "expert_only": {"behaviour.expert_fraction": "1.0", "behaviour.perturbation.never_noised_fraction": "1.0"},
+}
+"""Named behaviour mixtures of ``--mixture``: ``GenerateConfig`` overrides applied before ``--set data.*``."""
 BRANCHING_ROBOTS = ("go2",)
 """Robots whose expert can take over mid-episode (value-fit continuations; ``value_labels`` docstring)."""
 
@@ -246,7 +255,11 @@ def build_config(args: argparse.Namespace) -> GenerateConfig:
                          num_shards=args.num_shards or max(args.workers, 1), env_overrides=env_overrides)
     if args.chunk_steps is not None:
         data_keys["chunk_steps"] = str(args.chunk_steps)
-    return apply_overrides(cfg, data_keys, key_prefix="data.")
+    mixture = MIXTURES[args.mixture]
+    clash = sorted(set(mixture) & set(data_keys))
+    if clash:
+        raise ValueError(f"--mixture {args.mixture} sets {', '.join('data.' + k for k in clash)}; do not also --set it")
+    return apply_overrides(cfg, {**mixture, **data_keys}, key_prefix="data.")
 
 
 def validate(args: argparse.Namespace) -> GenerateConfig:
@@ -298,6 +311,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="task override, or data.<field>=... for the generator (`--set help` lists the keys)")
     p.add_argument("--chunk-steps", type=int, default=None, help="minimum rows per chunk (default 4096)")
+    p.add_argument("--mixture", default="default", choices=sorted(MIXTURES),
+                   help="behaviour mixture: default (expert + weak policies, perturbed) or expert_only "
+                        "(clean expert episodes only)")
     p.add_argument("--no-fsync", action="store_true", help="skip fsync (faster on slow disks; not crash-safe)")
     return p
 

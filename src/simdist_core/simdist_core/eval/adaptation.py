@@ -19,6 +19,17 @@ encoded observation and the executed actions) against it. Reward error is the fr
 reward head read along the same predicted latents against the simulator's true reward (normalised
 units): it shows whether the heads still judge the predicted states right. Neither is a training label.
 
+Offline-to-online RL baselines (``rlpd``, ``iql``; ``simdist_core.baselines``): each agent is trained
+on the pretraining dataset (``--data``; default: the dataset recorded in the checkpoint's provenance),
+then online on the same minutes of live experience, acting at the same control rate through the same
+environment wrapper from a flat vector of the encoder's inputs, and evaluated on the same seeds. Its
+minute 0 is the offline-trained agent. Unlike SimDist it is given the simulator's reward online, and
+its latent, probe and reward errors are not defined (``null``).
+
+``--compare LABEL=PATH`` runs the world-model methods again from another pretrained checkpoint (e.g.
+one pretrained on ``simdist generate --mixture expert_only`` data), reported as ``METHOD@LABEL`` with
+its own ``zero_shot@LABEL``; the held-out set stays the one collected with the main checkpoint.
+
 CPU note: closed-loop planning on 2 shared cores is slow, so ``--minutes`` can be scaled down (e.g.
 ``0,1,2,4``); the report stores the planner preset, wall time and exactly what was run.
 """
@@ -38,6 +49,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from simdist_core.baselines.iql import IQLConfig
+from simdist_core.baselines.rlpd import RLPDConfig
 from simdist_core.cliargs import (
     ArgumentParser,
     UsageError,
@@ -48,7 +61,7 @@ from simdist_core.cliargs import (
     cli_main,
 )
 from simdist_core.config import apply_cli_overrides, apply_overrides, parse_overrides, to_dict
-from simdist_core.data.dataset import Dataset
+from simdist_core.data.dataset import Dataset, check_dataset
 from simdist_core.data.sampler import WindowSampler
 from simdist_core.eval.closed_loop import EvalConfig, evaluate, make_planner, task_metric_name
 from simdist_core.eval.experience import collect_experience
@@ -66,6 +79,10 @@ REWARD_ONLY = LossWeights(
 
 METHODS: dict[str, tuple[str, ...] | None] = {"dynamics_only": ("dynamics",), "full_finetune": ("all",)}
 """Finetuning method -> parts it trains (``zero_shot`` trains nothing)."""
+RL_METHODS = ("rlpd", "iql")
+"""Offline-to-online RL baselines (``simdist_core.baselines``)."""
+METHOD_CHOICES = ("zero_shot", *METHODS, *RL_METHODS)
+"""What ``--methods`` accepts (``zero_shot`` is always measured; naming it is allowed)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -93,6 +110,10 @@ class AdaptationConfig:
     finetune: FinetuneConfig = field(default_factory=lambda: FinetuneConfig(
         steps=300, batch_size=32, optim=OptimConfig(lr=2e-4, warmup_steps=30, cosine=False)))  # fmt: skip
     """Finetuning per round (continues from the method's latest accepted model)."""
+    rlpd: RLPDConfig = field(default_factory=RLPDConfig)
+    """The RLPD baseline (Ball et al. 2023)."""
+    iql: IQLConfig = field(default_factory=IQLConfig)
+    """The IQL baseline (Kostrikov et al. 2021)."""
     seed: int = 0
     """Seed of everything (collection, held-out set, evaluation, finetuning)."""
 
@@ -117,9 +138,12 @@ class Benchmark:
         workdir: Path,
         env_overrides: dict[str, str] | None = None,
         planner_overrides: dict[str, str] | None = None,
+        offline_data: Path | None = None,
     ) -> None:
         from simdist_core.sim.base import make_env
 
+        self.offline_data = offline_data
+        """Pretraining dataset of the RL baselines (needed only when one runs)."""
         self.pretrained, self.cfg, self.workdir = pretrained.eval(), cfg, workdir
         self.env_overrides, self.planner_overrides = dict(env_overrides or {}), dict(planner_overrides or {})
         self.env = make_env(cfg.task, self.env_overrides)
@@ -164,12 +188,18 @@ class Benchmark:
         report["reward_error"] = evaluate_loss(model, self.holdout, REWARD_ONLY)["reward"]
         return report
 
-    def run_method(self, method: str, zero: dict[str, Any]) -> dict[str, Any]:
-        """Collect -> finetune -> evaluate at each minute mark, continuing from the latest accepted model."""
+    def run_method(
+        self, method: str, zero: dict[str, Any], pretrained: torch.nn.Module | None = None, name: str | None = None
+    ) -> dict[str, Any]:
+        """Collect -> finetune -> evaluate at each minute mark, continuing from the latest accepted model.
+
+        ``pretrained`` (default: the benchmark's) is where the method starts; ``name`` its results key.
+        """
         cfg, metric = self.cfg, task_metric_name(self.cfg.task)
         parts = METHODS[method]
         ft_cfg = apply_overrides(cfg.finetune, {"parts": ",".join(parts), "seed": str(cfg.seed)})
-        model, shard = copy.deepcopy(self.pretrained), self.workdir / method / "shard-0"
+        start = self.pretrained if pretrained is None else pretrained
+        model, shard = copy.deepcopy(start), self.workdir / (name or method) / "shard-0"
         out = {"minutes": [0.0], **{k: [v] for k, v in point_fields(zero, metric).items()}, "gate": [None],
                "collect_wall_s": [0.0], "finetune_wall_s": [0.0]}  # fmt: skip
         episodes = 0
@@ -191,8 +221,59 @@ class Benchmark:
                 out[key].append(value)
         return out
 
-    def run(self, methods: tuple[str, ...] = ("dynamics_only", "full_finetune")) -> dict[str, Any]:
-        """The whole benchmark; returns the JSON report."""
+    def measure_agent(self, baseline: Any) -> dict[str, Any]:  # noqa: ANN401
+        """Closed-loop task metric of an RL baseline's mean-action policy (no latent yardsticks: ``None``)."""
+        report = evaluate(self.pretrained, self.eval_cfg, env_overrides=self.env_overrides,
+                          planner=baseline.evaluation_planner(self.cfg.seed))  # fmt: skip
+        return {**report, "latent_error": None, "probe_error": None, "reward_error": None}
+
+    def run_rl_method(self, method: str) -> dict[str, Any]:
+        """An RL baseline: offline phase, evaluate (minute 0), then per minute mark collect while learning, evaluate.
+
+        The offline phase trains on the pretraining dataset only.
+        """
+        from simdist_core.baselines.runner import RLBaseline
+
+        if self.offline_data is None:
+            raise ValueError(f"method {method!r} needs the pretraining dataset (offline_data)")
+        cfg, metric = self.cfg, task_metric_name(self.cfg.task)
+        t0 = time.perf_counter()
+        agent_cfg = apply_overrides(getattr(cfg, method), {"seed": str(cfg.seed)})  # one seed for the whole run
+        baseline = RLBaseline(method, self.env.spec, Dataset(self.offline_data), agent_cfg)
+        offline_log = baseline.train_offline()
+        t1 = time.perf_counter()
+        point = self.measure_agent(baseline)
+        log.info("%s offline (%d rounds, %.0f s): %s=%.3f losses %s", method, baseline.updates, t1 - t0, metric,
+                 point[metric], offline_log)  # fmt: skip
+        out = {"minutes": [0.0], **{k: [v] for k, v in point_fields(point, metric).items()},
+               "collect_wall_s": [0.0], "finetune_wall_s": [t1 - t0], "update_rounds": [baseline.updates],
+               "losses": [offline_log]}  # fmt: skip
+        episode_steps, episodes = int(round(cfg.episode_s * self.control_hz)), 0
+        for before, minutes in zip(cfg.minutes[:-1], cfg.minutes[1:], strict=True):
+            t0 = time.perf_counter()
+            steps = int(round((minutes - before) * 60 * self.control_hz))
+            # same collection seeds as the world-model methods at this mark
+            episodes += baseline.collect(self.env, steps, episode_steps, cfg.seed + 10_000 * (1 + len(out["minutes"])))
+            t1 = time.perf_counter()
+            point = self.measure_agent(baseline)
+            log.info("%s @ %.2f min: %s=%.3f (%d online transitions)", method, minutes, metric, point[metric],
+                     baseline.buffer.size)  # fmt: skip
+            # learning happens during collection, so its wall time is in collect_wall_s
+            fields = {"minutes": minutes, **point_fields(point, metric), "collect_wall_s": t1 - t0,
+                      "finetune_wall_s": 0.0, "update_rounds": baseline.updates, "losses": baseline.last_log}
+            for key, value in fields.items():
+                out[key].append(value)
+        out["online_episodes"] = episodes
+        return out
+
+    def run(
+        self, methods: tuple[str, ...] = ("dynamics_only", "full_finetune"),
+        compare: dict[str, torch.nn.Module] | None = None,
+    ) -> dict[str, Any]:
+        """The whole benchmark; returns the JSON report.
+
+        ``compare``: label -> another pretrained model whose ``zero_shot`` and world-model methods are also run.
+        """
         start = time.perf_counter()
         self.build_holdout()
         zero = self.measure(self.pretrained)
@@ -200,7 +281,16 @@ class Benchmark:
         zero_shot = {"minutes": [0.0], **{k: [v] for k, v in point_fields(zero, metric).items()}}
         results: dict[str, Any] = {"zero_shot": zero_shot}
         for method in methods:
-            results[method] = self.run_method(method, zero)
+            if method in RL_METHODS:
+                results[method] = self.run_rl_method(method)
+            elif method in METHODS:
+                results[method] = self.run_method(method, zero)
+        for label, other in (compare or {}).items():
+            other_zero = self.measure(other.eval())
+            results[f"zero_shot@{label}"] = {"minutes": [0.0],
+                                             **{k: [v] for k, v in point_fields(other_zero, metric).items()}}
+            for method in (m for m in methods if m in METHODS):
+                results[f"{method}@{label}"] = self.run_method(method, other_zero, other, f"{method}@{label}")
         return {"task": self.cfg.task, "metric": metric, "results": results, "summary": summarise(results),
                 "config": to_dict(self.cfg), "planner": to_dict(self._planner(self.pretrained).cfg),
                 "env_overrides": self.env_overrides, "heldout_windows": sum(int(b["actions"].shape[0])
@@ -247,25 +337,27 @@ def summarise(results: dict[str, Any]) -> dict[str, Any]:
     """Ratios the targets talk about, from the last minute mark of each method.
 
     The metric ratio is only defined for a positive zero-shot metric (a ratio of two negative
-    progress values would read "better" when it is worse); the difference is always given.
+    progress values would read "better" when it is worse); the difference is always given. A method
+    ``M@LABEL`` is compared with ``zero_shot@LABEL``, every other one with ``zero_shot``. Error ratios
+    are ``None`` where the method has no such error (the RL baselines have no latent).
     """
-    zero = results["zero_shot"]
-    zero_metric, zero_err = zero["metric"][0], zero["latent_error"][0]
     out: dict[str, Any] = {}
     for method, res in results.items():
-        if method == "zero_shot":
+        if method.split("@")[0] == "zero_shot":
             continue
+        zero = results["zero_shot@" + method.split("@", 1)[1]] if "@" in method else results["zero_shot"]
+        zero_metric, zero_err = zero["metric"][0], zero["latent_error"][0]
         last_metric, last_err = res["metric"][-1], res["latent_error"][-1]
         out[method] = {
             "minutes": res["minutes"][-1],
             "metric_minus_zero_shot": last_metric - zero_metric,
             "metric_ratio_vs_zero_shot": last_metric / zero_metric if zero_metric > 0 else None,
-            "latent_error_ratio_zero_shot_over_method": zero_err / last_err if last_err > 0 else None,
+            "latent_error_ratio_zero_shot_over_method": zero_err / last_err if last_err else None,
         }
         for key in ("probe_error", "reward_error"):  # absent in reports written before they existed
             if key in res and key in zero:
                 last = res[key][-1]
-                out[method][f"{key}_ratio_zero_shot_over_method"] = zero[key][0] / last if last > 0 else None
+                out[method][f"{key}_ratio_zero_shot_over_method"] = zero[key][0] / last if last else None
         if res.get("reward_per_step", [None])[-1] is not None and zero.get("reward_per_step", [None])[0] is not None:
             out[method]["reward_per_step_minus_zero_shot"] = res["reward_per_step"][-1] - zero["reward_per_step"][0]
     return out
@@ -284,10 +376,11 @@ def plot(report: dict[str, Any], path: Path) -> None:
     fig, axes = plt.subplots(1, len(keys), figsize=(4.5 * len(keys), 4))
     last = max(max(r["minutes"]) for r in report["results"].values())
     for method, res in report["results"].items():
-        xs = [0.0, last] if method == "zero_shot" else res["minutes"]
+        flat = method.split("@")[0] == "zero_shot"
+        xs = [0.0, last] if flat else res["minutes"]
         for ax, key in zip(axes, keys, strict=True):
-            ys = [res[key][0]] * 2 if method == "zero_shot" else [float("nan") if v is None else v for v in res[key]]
-            ax.plot(xs, ys, "--" if method == "zero_shot" else "-o", label=method)
+            ys = [float("nan") if v is None else v for v in ([res[key][0]] * 2 if flat else res[key])]
+            ax.plot(xs, ys, "--" if flat else "-o", label=method)
     axes[0].set_ylabel(report["metric"])
     axes[1].set_ylabel("held-out latent error (MSE)")
     labels = {"probe_error": "held-out probe error (MSE, physical units)",
@@ -332,7 +425,12 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--checkpoint", type=Path, help="pretrained checkpoint (default: checkpoints/<robot>)")
     parser.add_argument("--minutes", default="0,1,2,4", help="cumulative minutes of experience, e.g. 0,5,10,20,30")
     parser.add_argument("--methods", default="dynamics_only,full_finetune",
-                        help=f"comma list of: {', '.join(METHODS)}")
+                        help=f"comma list of: {', '.join(METHOD_CHOICES)} (zero_shot is always measured)")
+    parser.add_argument("--data", type=Path,
+                        help="pretraining dataset of the RL baselines (default: the checkpoint's provenance)")
+    parser.add_argument("--compare", action="append", default=[], metavar="LABEL=PATH",
+                        help="also run the world-model methods from this checkpoint, reported as METHOD@LABEL "
+                             "(e.g. expert_only=checkpoints/go2_expert_only)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="AdaptationConfig override, e.g. eval_episodes=2, finetune.steps=200 "
                              "(`--set help` lists the keys)")  # fmt: skip
@@ -352,13 +450,13 @@ def validate(args: argparse.Namespace) -> tuple[AdaptationConfig, tuple[str, ...
 
     Raises:
         UsageError: a bad task, method, ``--minutes``, ``--set``/``--env``/``--planner`` key or value,
-            a missing checkpoint or a workdir that holds something.
+            a missing checkpoint, ``--compare`` checkpoint or RL dataset, or a workdir that holds something.
     """
     from simdist_core.planning.mppi import PRESETS, planner_preset
     from simdist_core.sim.base import task_config
 
     check_positive("--threads", args.threads)
-    methods = tuple(check_list("--methods", args.methods, METHODS))
+    methods = tuple(check_list("--methods", args.methods, METHOD_CHOICES))
     overrides = parse_overrides(args.overrides)
     overrides["task"], overrides["minutes"] = args.task, args.minutes
     cfg = apply_cli_overrides(AdaptationConfig(), overrides)
@@ -370,10 +468,46 @@ def validate(args: argparse.Namespace) -> tuple[AdaptationConfig, tuple[str, ...
     apply_cli_overrides(planner_preset(cfg.preset), args.planner_set)
     checkpoint = args.checkpoint or Path(__file__).resolve().parents[4] / "checkpoints" / cfg.task.split("/")[0]
     checkpoint_dir("--checkpoint", checkpoint)
+    for label, path in compare_checkpoints(args.compare).items():
+        checkpoint_dir(f"--compare {label}", path)
+    if any(m in RL_METHODS for m in methods):
+        args.data = check_dataset("--data", rl_dataset(args.data, checkpoint), cfg.task.split("/")[0])
     workdir = args.workdir or args.json.with_name(args.json.stem + "_work")
     if workdir.exists() and any(workdir.iterdir()):
         raise UsageError(f"--workdir {str(workdir)!r} is not empty; pass a fresh --workdir")
     return cfg, methods, checkpoint, workdir
+
+
+def compare_checkpoints(pairs: list[str]) -> dict[str, Path]:
+    """``--compare LABEL=PATH`` flags as label -> checkpoint folder.
+
+    Raises:
+        UsageError: a malformed pair or a repeated label.
+    """
+    out: dict[str, Path] = {}
+    for pair in pairs:
+        label, sep, path = pair.partition("=")
+        if not sep or not label or not path or "@" in label or label in out:
+            raise UsageError(f"--compare {pair!r}: expected LABEL=PATH with a new label without '@'")
+        out[label] = Path(path)
+    return out
+
+
+def rl_dataset(data: Path | None, checkpoint: Path) -> Path:
+    """``--data``, else the pretraining dataset the checkpoint's manifest records.
+
+    Raises:
+        UsageError: neither is given / the recorded one is not on this machine.
+    """
+    if data is not None:
+        return data
+    manifest = checkpoint / "manifest.json"
+    recorded = json.loads(manifest.read_text()).get("extra", {}).get("provenance", {}).get("dataset") \
+        if manifest.is_file() else None
+    if not recorded or not Path(recorded).is_dir():
+        raise UsageError(f"rlpd/iql need the pretraining dataset: pass --data (the checkpoint records "
+                         f"{recorded!r}, which is not here; `simdist generate` with its dataset_info rebuilds it)")
+    return Path(recorded)
 
 
 @cli_main("simdist bench adaptation")
@@ -388,9 +522,18 @@ def main(argv: list[str]) -> int:
     model, _ = load_for_cli("--checkpoint", checkpoint)
     if model.spec.name != cfg.task.split("/")[0]:
         raise UsageError(f"--task {cfg.task!r} is not a task of --checkpoint {str(checkpoint)!r} ({model.spec.name})")
-    bench = Benchmark(model, cfg, workdir, parse_overrides(args.env_set), parse_overrides(args.planner_set))
-    report = bench.run(methods)
+    compare = {}
+    for label, path in compare_checkpoints(args.compare).items():
+        compare[label], _ = load_for_cli(f"--compare {label}", path)
+        if compare[label].spec.name != model.spec.name:
+            raise UsageError(f"--compare {label}: a {compare[label].spec.name} checkpoint, not {model.spec.name}")
+    bench = Benchmark(model, cfg, workdir, parse_overrides(args.env_set), parse_overrides(args.planner_set),
+                      offline_data=args.data if any(m in RL_METHODS for m in methods) else None)
+    report = bench.run(methods, compare)
     report["checkpoint"] = str(checkpoint)
+    report["compare"] = {label: str(path) for label, path in compare_checkpoints(args.compare).items()}
+    if bench.offline_data is not None:
+        report["rl_dataset"] = str(bench.offline_data)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=1, default=_json_default))
     if args.plot:
@@ -400,15 +543,15 @@ def main(argv: list[str]) -> int:
 
 
 def _print_table(report: dict[str, Any]) -> None:
-    print(f"{'method':<15} {'minutes':>8} {report['metric']:>20} {'latent_error':>14} {'probe_error':>12} "
+    print(f"{'method':<24} {'minutes':>8} {report['metric']:>20} {'latent_error':>14} {'probe_error':>12} "
           f"{'reward_error':>13} {'reward/step':>12}")  # fmt: skip
     for method, res in report["results"].items():
         nan = [float("nan")] * len(res["minutes"])
-        per_step = [float("nan") if v is None else v for v in res.get("reward_per_step", nan)]
-        rows = zip(res["minutes"], res["metric"], res["latent_error"], res.get("probe_error", nan),
-                   res.get("reward_error", nan), per_step, strict=True)  # fmt: skip
+        cols = [[float("nan") if v is None else v for v in res.get(key, nan)]
+                for key in ("latent_error", "probe_error", "reward_error", "reward_per_step")]  # fmt: skip
+        rows = zip(res["minutes"], res["metric"], *cols, strict=True)
         for m, v, e, p, r, g in rows:
-            print(f"{method:<15} {m:>8.2f} {v:>20.3f} {e:>14.5f} {p:>12.5f} {r:>13.5f} {g:>12.3f}")
+            print(f"{method:<24} {m:>8.2f} {v:>20.3f} {e:>14.5f} {p:>12.5f} {r:>13.5f} {g:>12.3f}")
     print(f"wall time {report['wall_s']:.0f} s")
 
 

@@ -1,0 +1,232 @@
+"""What both RL baselines share: the flat observation, networks, replay data and the planner adapter.
+
+Observation: the agents see what the world model's encoder sees, flattened into one vector
+(``flat_obs``): the last ``history`` rows of the proprio window and of the previous actions, the
+command and, on Go2, the height map. Robots with a camera are not supported (a flat vector of
+pixels is no fair input for an MLP agent).
+
+Transitions: ``(obs, action, reward, next_obs, done)`` float32 tensors, ``done`` = 1 only where the
+episode ended by termination (a fall); a time-limit truncation bootstraps as usual.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from simdist_core.data.dataset import Dataset
+from simdist_core.data.history import ObservationHistory
+from simdist_core.data.sampler import WindowSampler
+from simdist_core.robots import RobotSpec
+from simdist_core.sim.base import StepResult
+
+Batch = dict[str, torch.Tensor]
+"""``obs`` (B, D), ``action`` (B, A), ``reward`` (B,), ``next_obs`` (B, D), ``done`` (B,)."""
+
+
+def obs_dim(spec: RobotSpec, history: int) -> int:
+    """Width D of ``flat_obs`` for ``spec`` with the last ``history`` rows of the window."""
+    if spec.image_shape:
+        raise ValueError(f"{spec.name}: the RL baselines take flat vectors; camera robots are not supported")
+    hm = math.prod(spec.height_map_shape) if spec.height_map_shape else 0
+    return history * (spec.proprio_dim + spec.action_dim) + spec.command_dim + hm
+
+
+def flat_obs(model_input: dict[str, torch.Tensor], history: int) -> torch.Tensor:
+    """(B, D) float32: the encoder's inputs (``simdist_core.robots`` layout) as one vector per sample.
+
+    Args:
+        model_input: ``proprio`` (B, T, P), ``prev_actions`` (B, T, A), optional ``command`` (B, C) and
+            ``height_map`` (B, Hm, Wm).
+        history: how many of the newest window rows to keep (1..T).
+    """
+    if "image" in model_input:
+        raise ValueError("the RL baselines take flat vector observations; camera robots are not supported")
+    parts = [model_input["proprio"][:, -history:].flatten(1), model_input["prev_actions"][:, -history:].flatten(1)]
+    if "command" in model_input:
+        parts.append(model_input["command"])
+    if "height_map" in model_input:
+        parts.append(model_input["height_map"].flatten(1))
+    return torch.cat(parts, dim=1).float()
+
+
+class Normalizer(nn.Module):
+    """Fixed per-feature standardisation of observations, fitted once on offline data."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.register_buffer("mean", torch.zeros(dim))
+        self.register_buffer("std", torch.ones(dim))
+
+    def fit(self, x: torch.Tensor, min_std: float = 1e-2) -> None:
+        """Set mean and std from samples ``x`` (N, D); std is floored so constant features stay finite."""
+        self.mean.copy_(x.mean(0))
+        self.std.copy_(x.std(0).clamp_min(min_std))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Standardised ``x``, clipped to +-10 so one odd reading cannot saturate the networks."""
+        return ((x - self.mean) / self.std).clamp(-10.0, 10.0)
+
+
+def mlp(in_dim: int, out_dim: int, hidden: int, layers: int, layer_norm: bool = False) -> nn.Sequential:
+    """``layers`` hidden layers of ``hidden`` ReLU units (each optionally followed by LayerNorm), then a linear out."""
+    mods: list[nn.Module] = []
+    width = in_dim
+    for _ in range(layers):
+        mods += [nn.Linear(width, hidden), *([nn.LayerNorm(hidden)] if layer_norm else []), nn.ReLU()]
+        width = hidden
+    mods.append(nn.Linear(width, out_dim))
+    return nn.Sequential(*mods)
+
+
+def soft_update(target: nn.Module, source: nn.Module, tau: float) -> None:
+    """Polyak averaging ``target <- (1 - tau) target + tau source``."""
+    with torch.no_grad():
+        for t, s in zip(target.parameters(), source.parameters(), strict=True):
+            t.lerp_(s, tau)
+
+
+class ReplayBuffer:
+    """In-memory ring buffer of flat transitions (the online experience of one method).
+
+    Storage grows by doubling up to ``capacity`` (a full-window Go2 observation is ~6 KB, so a
+    preallocated million-row buffer would take 12 GB).
+    """
+
+    def __init__(self, obs_dim: int, action_dim: int, capacity: int, initial: int = 1024) -> None:
+        self.capacity, self.size, self._next = capacity, 0, 0
+        n = min(initial, capacity)
+        self.data = {"obs": torch.zeros(n, obs_dim), "action": torch.zeros(n, action_dim), "reward": torch.zeros(n),
+                     "next_obs": torch.zeros(n, obs_dim), "done": torch.zeros(n)}  # fmt: skip
+
+    def _grow(self) -> None:
+        n = min(2 * len(self.data["reward"]), self.capacity)
+        self.data = {k: torch.cat([v, v.new_zeros(n - len(v), *v.shape[1:])]) for k, v in self.data.items()}
+
+    def add(self, obs: torch.Tensor, action: torch.Tensor, reward: float, next_obs: torch.Tensor, done: bool) -> None:
+        """Append one transition (overwrites the oldest when full)."""
+        i = self._next
+        if i == len(self.data["reward"]) < self.capacity:
+            self._grow()
+        for key, value in (("obs", obs), ("action", action), ("next_obs", next_obs)):
+            self.data[key][i] = value.reshape(-1)
+        self.data["reward"][i], self.data["done"][i] = float(reward), float(done)
+        self._next, self.size = (i + 1) % self.capacity, min(self.size + 1, self.capacity)
+
+    def sample(self, n: int, rng: np.random.Generator) -> Batch:
+        """``n`` transitions drawn uniformly with replacement."""
+        if self.size == 0:
+            raise ValueError("ReplayBuffer.sample on an empty buffer")
+        idx = torch.from_numpy(rng.integers(0, self.size, n))
+        return {key: value[idx] for key, value in self.data.items()}
+
+
+class OfflineTransitions:
+    """Flat transitions drawn from a step store (the pretraining dataset) with the sampler's window rules.
+
+    A window of horizon 1 from ``WindowSampler`` gives the model input at row t and at t + 1 and the
+    action and reward of row t, built exactly as for the world model; ``done`` is the store's
+    ``terminated`` flag of row t + 1 (absent in stores without it: never done).
+    """
+
+    def __init__(self, dataset: Dataset, spec: RobotSpec, history: int, seed: int = 0) -> None:
+        self.dataset, self.history = dataset, history
+        self.sampler = WindowSampler(dataset, spec, horizon=1, batch_size=1, seed=seed)
+        if "reward" in self.sampler.missing:
+            raise KeyError(f"dataset {dataset.path} has no reward field: offline RL needs rewarded transitions")
+        self.has_terminal = "terminated" in dataset.fields
+        self._rng = np.random.default_rng(seed)
+
+    def __len__(self) -> int:
+        return len(self.sampler.starts)
+
+    def sample(self, n: int) -> Batch:
+        """``n`` transitions drawn uniformly over the store's transitions."""
+        return self.transitions(self._rng.choice(self.sampler.starts, n))
+
+    def transitions(self, rows: np.ndarray) -> Batch:
+        """The transitions that start at global ``rows`` (each must have a next row in its episode)."""
+        n = len(rows)
+        w = self.sampler.sample(starts=rows)
+        obs = {key: value[:, 0] for key, value in w["obs"].items()}
+        nxt = {key: value[:, 1] for key, value in w["obs"].items()}
+        done = (np.asarray(self.dataset.gather("terminated", rows + 1), np.float32).reshape(-1)
+                if self.has_terminal else np.zeros(n, np.float32))  # fmt: skip
+        return {"obs": flat_obs(obs, self.history), "action": w["actions"][:, 0], "reward": w["rewards"][:, 0],
+                "next_obs": flat_obs(nxt, self.history), "done": torch.from_numpy(done)}  # fmt: skip
+
+
+def concat(a: Batch, b: Batch) -> Batch:
+    """Two batches as one (same keys)."""
+    return {key: torch.cat([a[key], b[key]]) for key in a}
+
+
+@dataclass(frozen=True)
+class AgentPlannerConfig:
+    """What the adapter reports as its "planner config" in evaluation reports."""
+
+    agent: str
+    """Agent class name."""
+    deterministic: bool
+    """Mean action (evaluation) or a sample of the policy (online collection)."""
+
+
+class AgentPlanner:
+    """Lets an RL agent drive ``simdist_core.eval.rollout.run_episode`` like the MPPI planner does.
+
+    ``plan`` receives the same ``ObservationHistory`` model input the planner gets and returns the
+    agent's action for the newest step, in [-1, 1].
+    """
+
+    def __init__(self, agent: Any, history: int, deterministic: bool, seed: int = 0) -> None:  # noqa: ANN401
+        self.agent, self.history = agent, history
+        self.cfg = AgentPlannerConfig(type(agent).__name__, deterministic)
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def reset(self) -> None:
+        """Nothing carries over between episodes (the observation window holds all the state)."""
+
+    def plan(self, model_input: dict[str, torch.Tensor]) -> torch.Tensor:
+        """(A,) action for the newest observation of ``model_input``."""
+        with torch.no_grad():
+            obs = flat_obs(model_input, self.history)
+            return self.agent.act(obs, deterministic=self.cfg.deterministic, generator=self.generator)[0]
+
+
+class OnlineRecorder:
+    """``run_episode`` callbacks that store each live transition as a flat one and run updates after it.
+
+    It keeps its own ``ObservationHistory`` fed exactly as ``run_episode`` feeds the planner's, so the
+    stored ``obs`` is what the agent acted on and ``next_obs`` what it sees next.
+
+    Args:
+        spec: robot layout.
+        buffer: where transitions go.
+        history: window rows kept in the flat observation.
+        after_step: called after each stored transition (the agent's updates).
+    """
+
+    def __init__(self, spec: RobotSpec, buffer: ReplayBuffer, history: int, after_step: Any) -> None:  # noqa: ANN401
+        self.buffer, self.history, self.after_step = buffer, history, after_step
+        self._history = ObservationHistory(spec)
+        self.steps = 0
+
+    def on_reset(self, obs: dict[str, np.ndarray]) -> None:
+        """Start of an episode."""
+        self._history.reset(obs)
+
+    def on_step(self, obs: dict[str, np.ndarray], action: np.ndarray, result: StepResult) -> None:  # noqa: ARG002
+        """Store ``(obs, action, reward, next_obs, terminated)`` and run the post-step hook."""
+        before = flat_obs(self._history.model_input(), self.history)
+        self._history.record_action(action)
+        self._history.push(result.obs)
+        after = flat_obs(self._history.model_input(), self.history)
+        self.buffer.add(before, torch.from_numpy(np.asarray(action, np.float32)), float(result.reward), after,
+                        bool(result.terminated))  # fmt: skip
+        self.steps += 1
+        self.after_step()

@@ -1,0 +1,88 @@
+"""Offline phase, then online phase of an RL baseline in a simulated task.
+
+Online, the agent drives ``simdist_core.eval.rollout.run_episode`` (the same env wrapper, control
+rate and observation history as the MPPI planner), sampling from its policy; after every
+``update_every`` environment steps it runs one update round (``train_step``) on offline data plus
+its replay buffer. The buffer gets the simulator's reward with each transition: these agents need a
+reward signal online, which the world model's dynamics-only finetuning does not.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from simdist_core.baselines.common import AgentPlanner, OfflineTransitions, OnlineRecorder, ReplayBuffer, obs_dim
+from simdist_core.baselines.iql import IQLAgent, IQLConfig
+from simdist_core.baselines.rlpd import RLPDAgent, RLPDConfig
+from simdist_core.data.dataset import Dataset
+from simdist_core.eval.rollout import run_episode
+from simdist_core.robots import RobotSpec
+
+log = logging.getLogger(__name__)
+
+AGENTS = {"rlpd": RLPDAgent, "iql": IQLAgent}
+"""Method name -> agent class (its config is ``RLPDConfig`` / ``IQLConfig``)."""
+
+NORMALIZER_SAMPLES = 8192
+"""Offline transitions the observation normaliser is fitted on."""
+
+
+class RLBaseline:
+    """One RL agent with its offline data and online buffer, trained offline then online.
+
+    Args:
+        method: ``"rlpd"`` or ``"iql"``.
+        spec: robot layout (camera robots are not supported).
+        offline: the pretraining dataset.
+        cfg: the method's config.
+        buffer_capacity: online transitions kept (the benchmark keeps all of them).
+    """
+
+    def __init__(self, method: str, spec: RobotSpec, offline: Dataset, cfg: RLPDConfig | IQLConfig,
+                 buffer_capacity: int = 1_000_000) -> None:  # fmt: skip
+        if cfg.history > spec.history:
+            raise ValueError(f"history={cfg.history} is longer than {spec.name}'s observation window ({spec.history})")
+        self.spec, self.cfg = spec, cfg
+        dim = obs_dim(spec, cfg.history)
+        self.offline = OfflineTransitions(offline, spec, cfg.history, seed=cfg.seed)
+        self.agent = AGENTS[method](dim, spec.action_dim, cfg)
+        self.agent.obs_norm.fit(self.offline.sample(NORMALIZER_SAMPLES)["obs"])
+        self.buffer = ReplayBuffer(dim, spec.action_dim, buffer_capacity)
+        self.updates = 0
+        self.last_log: dict[str, float] = {}
+        self._since_update = 0
+
+    def train_offline(self, rounds: int | None = None) -> dict[str, float]:
+        """``rounds`` (default ``cfg.offline_steps``) update rounds on offline data only; returns the last losses."""
+        for _ in range(self.cfg.offline_steps if rounds is None else rounds):
+            self.last_log = self.agent.train_step(self.offline, None)
+            self.updates += 1
+        return self.last_log
+
+    def _after_step(self) -> None:
+        self._since_update += 1
+        if self._since_update >= self.cfg.update_every:
+            self._since_update = 0
+            self.last_log = self.agent.train_step(self.offline, self.buffer)
+            self.updates += 1
+
+    def collect(self, env: Any, steps: int, episode_steps: int, seed: int) -> int:  # noqa: ANN401
+        """Run the stochastic policy for ``steps`` control steps, learning as it goes; returns the episodes started.
+
+        Episodes last at most ``episode_steps``; episode ``i`` resets with seed ``seed + i``.
+        """
+        recorder = OnlineRecorder(self.spec, self.buffer, self.cfg.history, self._after_step)
+        planner = AgentPlanner(self.agent, self.cfg.history, deterministic=False, seed=seed)
+        episodes = 0
+        while recorder.steps < steps:
+            run_episode(env, planner, seed=seed + episodes, max_steps=min(episode_steps, steps - recorder.steps),
+                        on_step=recorder.on_step, on_reset=recorder.on_reset)  # fmt: skip
+            episodes += 1
+        log.info("%s: %d online transitions, %d update rounds, last %s", type(self.agent).__name__, self.buffer.size,
+                 self.updates, {k: round(v, 4) for k, v in self.last_log.items()})  # fmt: skip
+        return episodes
+
+    def evaluation_planner(self, seed: int = 0) -> AgentPlanner:
+        """The deterministic (mean-action) policy as a planner for closed-loop evaluation."""
+        return AgentPlanner(self.agent, self.cfg.history, deterministic=True, seed=seed)
