@@ -251,6 +251,14 @@ def side_by_side(left: Sequence[np.ndarray], right: Sequence[np.ndarray], gap_px
     return [np.hstack([left[min(i, len(left) - 1)], gap, right[min(i, len(right) - 1)]]) for i in range(n)]
 
 
+def write_side_by_side(path: Path, left: EpisodeRecording, right: EpisodeRecording, cfg: VideoConfig) -> Path:
+    """Render two recorded episodes (e.g. shipped and adapted model, same seed) next to each other into ``path``."""
+    if left.control_dt_s != right.control_dt_s:
+        raise ValueError(f"side by side needs one control rate, got {left.control_dt_s} and {right.control_dt_s}")
+    fps = 1.0 / (cfg.stride(1.0 / left.control_dt_s) * left.control_dt_s)  # real time
+    return write_video(path, side_by_side(render_recording(left, cfg), render_recording(right, cfg)), fps)
+
+
 def write_video(path: Path, frames: Sequence[np.ndarray], fps: float) -> Path:
     """Write ``frames`` (h, w, 3) uint8 as H.264 ``.mp4`` (plays in browsers) or as an animated ``.gif``.
 
