@@ -47,6 +47,21 @@ def test_eval_cli_writes_an_h264_video_with_one_frame_per_two_control_steps(tmp_
     assert frames[0].shape == (64, 96, 3) and frames[0].std() > 5  # a scene, not a blank frame
 
 
+def test_video_beside_shows_a_second_checkpoint_on_the_same_episode(tmp_path, capsys):
+    first, second, video = tmp_path / "a", tmp_path / "b", tmp_path / "both.mp4"
+    save_checkpoint(first, tiny_model("go2"), version=1)
+    save_checkpoint(second, tiny_model("go2"), version=2)
+    argv = ["--checkpoint", str(first), "--task", "go2/flat", "--episodes", "2", "--seconds", "0.2",
+            "--video", str(video), "--video-size", "64x48", "--video-beside", str(second),
+            *[a for k, v in SMALL.items() for a in ("--planner", f"{k}={v}")]]  # fmt: skip
+    assert main(argv) == 0
+    meta, frames = read_video(video)
+    assert tuple(meta["size"]) == (64 + 4 + 64, 48)
+    assert len(frames) <= 5  # one episode (--video-episodes 1) of at most 10 steps: a frame every 2nd step
+    assert "over the 1 video episode(s) of --video-beside" in capsys.readouterr().out
+    assert main([*argv[:8], "--video-beside", str(second)]) == 2  # --video-beside without --video
+
+
 def test_bad_video_options_are_usage_errors(tmp_path, capsys):
     ckpt = tmp_path / "ckpt"
     save_checkpoint(ckpt, tiny_model("go2"), version=1)

@@ -9,6 +9,7 @@ planner may run slower than real time; the report says how long it took (``real_
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import sys
@@ -172,6 +173,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--video-episodes", type=int, default=1, help="episodes in the video (the first ones)")
     parser.add_argument("--video-size", default="640x360", metavar="WxH", help="frame size in pixels (even numbers)")
     parser.add_argument("--video-fps", type=float, default=25.0, help="frames per second of simulated time")
+    parser.add_argument("--video-beside", type=Path, metavar="CHECKPOINT",
+                        help="also run this checkpoint (e.g. an adapted one) on the video's episodes, same seeds and "
+                             "planner settings, and show it to the right of --checkpoint")  # fmt: skip
     return parser.parse_args(argv)
 
 
@@ -182,7 +186,11 @@ def video_config(args: argparse.Namespace) -> VideoConfig | None:
         UsageError: a bad size, rate, episode count or file extension.
     """
     if args.video is None:
+        if args.video_beside is not None:
+            raise UsageError("--video-beside needs --video")
         return None
+    if args.video_beside is not None:
+        checkpoint_dir("--video-beside", args.video_beside)
     if args.video.suffix.lower() not in (".mp4", ".gif"):
         raise UsageError(f"--video {str(args.video)!r}: the file must end in .mp4 or .gif")
     try:
@@ -247,18 +255,42 @@ def main(argv: list[str]) -> int:
           f"fallbacks {report['fallbacks']}; {report['sim_s']:.1f} sim s in {report['wall_s']:.1f} s wall "
           f"(x{report['real_time_factor']:.2f} real time)")  # fmt: skip
     if recorder is not None:
-        _write_episode_video(args.video, recorder)
+        beside = (_record_beside(args.video_beside, cfg, video, env_overrides, planner_overrides)
+                  if args.video_beside else None)
+        _write_episode_video(args.video, recorder, beside)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(report, indent=1, default=_json_default))
     return 0
 
 
-def _write_episode_video(path: Path, recorder: EpisodeRecorder) -> None:
-    """Render the recorded episodes one after the other into ``path``."""
-    from simdist_core.eval.video import render_recording, write_video
+def _record_beside(checkpoint: Path, cfg: EvalConfig, video_cfg: VideoConfig, env_overrides: dict[str, str],
+                   planner_overrides: dict[str, str]) -> EpisodeRecorder:  # fmt: skip
+    """Run ``checkpoint`` on the first episodes of ``cfg`` that the video shows, recording them."""
+    from simdist_core.checkpoint import load_for_cli
 
-    frames = [frame for rec in recorder.recordings for frame in render_recording(rec, recorder.cfg)]
+    model, manifest = load_for_cli("--video-beside", checkpoint)
+    model.eval().requires_grad_(False)
+    if model.spec.name != cfg.task.split("/")[0]:
+        raise UsageError(f"--video-beside {str(checkpoint)!r} is for {model.spec.name}, the task is {cfg.task}")
+    recorder = EpisodeRecorder(video_cfg, label=f"{cfg.task}  {checkpoint.name}")
+    beside_cfg = dataclasses.replace(cfg, episodes=min(cfg.episodes, video_cfg.episodes))
+    report = evaluate(model, beside_cfg, env_overrides=env_overrides, manifest=manifest, recorder=recorder,
+                      planner=make_planner(model, manifest, cfg.preset, planner_overrides, cfg.seed))
+    falls = f", falls {report['falls']:.2f}" if "falls" in report else ""
+    print(f"{cfg.task}: {report['metric']} = {report[report['metric']]:.3f} over the {beside_cfg.episodes} video "
+          f"episode(s) of --video-beside {checkpoint}{falls}")
+    return recorder
+
+
+def _write_episode_video(path: Path, recorder: EpisodeRecorder, beside: EpisodeRecorder | None = None) -> None:
+    """Render the recorded episodes one after the other into ``path`` (each next to ``beside``'s, if given)."""
+    from simdist_core.eval.video import render_recording, side_by_side, write_video
+
+    frames = []
+    for i, rec in enumerate(recorder.recordings):
+        own = render_recording(rec, recorder.cfg)
+        frames += own if beside is None else side_by_side(own, render_recording(beside.recordings[i], beside.cfg))
     stride = recorder.cfg.stride(1.0 / recorder.recordings[0].control_dt_s)
     fps = 1.0 / (stride * recorder.recordings[0].control_dt_s)  # real time: one frame per `stride` control steps
     write_video(path, frames, fps)
