@@ -133,3 +133,18 @@ def test_go2_predicted_path_is_rotated_into_the_world_by_the_heading():
     np.testing.assert_allclose(path[-1], [1.0, 2.2, 0.3], atol=1e-12)  # heading +y: forward is +y
     tcp = probe_to_world(probe, "tcp_position", 0.02, np.zeros(3), 1.0)
     np.testing.assert_allclose(tcp[1:], probe)  # the arm's probe is already a world position
+
+
+def test_ur5e_episode_records_the_tool_tip_and_renders():
+    """The arm's probe is the tool tip in the world frame: its path starts where the tip is."""
+    torch.set_num_threads(1)
+    recorder = EpisodeRecorder(VideoConfig(width=64, height=48, fps=10.0), label="arm")
+    report = evaluate(tiny_model("ur5e"), EvalConfig(task="ur5e/peg", episodes=1, seconds=0.4),
+                      planner_overrides=SMALL, recorder=recorder)
+    rec = recorder.recordings[0]
+    steps = int(report["summary"]["steps"])
+    assert len(rec.tracked_m) == steps + 1 and rec.probe_kind == "tcp_position"
+    assert rec.frame_steps == list(range(0, steps, recorder.cfg.stride(1.0 / rec.control_dt_s)))
+    assert all(p.shape == (9, 3) for p in rec.predicted_m)
+    frames = render_recording(rec, recorder.cfg)
+    assert len(frames) == len(rec.frame_steps) and frames[0].shape == (48, 64, 3)

@@ -207,7 +207,7 @@ def _camera(renderer: SceneRenderer, rec: EpisodeRecording, point: np.ndarray) -
     cam = renderer.camera
     if rec.probe_kind == "tcp_position":  # the arm: a fixed view of its workspace, centred on the start
         cam.lookat[:] = rec.tracked_m[0]
-        cam.distance, cam.azimuth, cam.elevation = 1.1, 145.0, -30.0
+        cam.distance, cam.azimuth, cam.elevation = 1.5, 145.0, -25.0
     else:  # the legged base: follow it from behind and to the side
         cam.lookat[:] = (point[0], point[1], 0.25)
         cam.distance, cam.azimuth, cam.elevation = 2.1, 150.0, -28.0
