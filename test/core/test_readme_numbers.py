@@ -217,7 +217,7 @@ def row_groups(table: Table) -> list[list[int]]:
     """Column indices of each side-by-side sub-table (split at empty header cells), first columns dropped."""
     groups, current = [], []
     for j, head in enumerate(table.rows[0]):
-        if not head:  # an empty header column separates two tables drawn side by side
+        if not head and j:  # an empty header cell (not the first) separates two tables drawn side by side
             groups.append(current)
             current = []
         elif head.replace("**", "") not in SKIP_COLUMNS:
