@@ -168,8 +168,8 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--json", type=Path, help="write the report here")
     parser.add_argument("--video", type=Path, metavar="PATH.mp4",
                         help="also write a video (.mp4 H.264, or .gif) of the first --video-episodes episodes: the "
-                             "robot, its planned (predicted) path and the path it took; rendered after each episode, "
-                             "so the results are the same as without it")  # fmt: skip
+                             "robot, its planned (predicted) path and the path it took; states are copied while it "
+                             "runs and rendered at the end, so the results are the same as without it")  # fmt: skip
     parser.add_argument("--video-episodes", type=int, default=1, help="episodes in the video (the first ones)")
     parser.add_argument("--video-size", default="640x360", metavar="WxH", help="frame size in pixels (even numbers)")
     parser.add_argument("--video-fps", type=float, default=25.0, help="frames per second of simulated time")
