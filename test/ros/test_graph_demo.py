@@ -88,3 +88,29 @@ def test_fixed_seed_evaluation_compares_both_models_on_the_same_episodes(tmp_pat
     assert demo._last_adapted(tmp_path / "run", prog) == adapted
     prog.swaps.append((80.0, "4"))
     assert demo._last_adapted(tmp_path / "run", prog) is None, "a version whose folder is not there"
+
+
+def test_fixed_seed_evaluation_video_shows_both_models_side_by_side_and_changes_no_figure(tmp_path):
+    from node_harness import tiny_world_model
+    from simdist_core.checkpoint import save_checkpoint
+    from simdist_core.eval.video import VideoConfig, read_video
+
+    shipped, adapted = tmp_path / "shipped", tmp_path / "v0003"
+    save_checkpoint(shipped, tiny_world_model("go2", seed=0), version=1)
+    save_checkpoint(adapted, tiny_world_model("go2", seed=1), version=3)
+    plain = demo.fixed_seed_evaluation("go2/flat", shipped, adapted, episodes=2, seconds=0.2)
+    video = tmp_path / "both.mp4"
+    ev = demo.fixed_seed_evaluation("go2/flat", shipped, adapted, episodes=2, seconds=0.2, video=video,
+                                    video_cfg=VideoConfig(width=64, height=48))
+    for name in ("shipped", "adapted"):
+        assert ev[name]["per_episode"] == plain[name]["per_episode"], "the video changed the evaluation"
+    meta, frames = read_video(video)
+    assert tuple(meta["size"]) == (64 + 4 + 64, 48) and ev["video"] == str(video)
+    steps = max(round(e["duration_s"] * 50) for e in (ev["shipped"]["per_episode"][0],
+                                                      ev["adapted"]["per_episode"][0]))  # fmt: skip
+    assert len(frames) == -(-steps // 2)  # a frame every 2nd control step of the longer episode (10 if none fell)
+
+
+def test_demo_video_needs_the_fixed_episode_evaluation(capsys):
+    assert demo.main(["--video", "--eval-episodes", "0"]) == 2
+    assert "--eval-episodes 0 skips" in capsys.readouterr().err

@@ -12,6 +12,9 @@ run folder. Both state the adaptation as a user sees it: progress and falls per 
 shipped model (before the first hot swap) and of the adapted models (the last minute, or since the last
 swap if longer).
 
+``--video`` also renders the first of the fixed evaluation episodes of the shipped and the adapted model
+side by side (``shipped_vs_adapted.mp4``), each plan's predicted path drawn next to the path really taken.
+
 Progress: Go2 = forward distance along +x from ``odom`` (jumps at task resets are not counted); UR5e =
 successful insertions (episodes whose ``metric/success`` reached 1).
 """
@@ -27,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simdist_core.cliargs import ArgumentParser, check_positive, cli_main
+from simdist_core.cliargs import ArgumentParser, UsageError, check_positive, cli_main
 
 DEMOS = {
     "go2": {"unit": "m forward", "progress": "odom", "eval_seconds": 10.0},
@@ -169,6 +172,10 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--eval-episodes", type=int, default=10,
                    help="after the run: the shipped and the last adapted model on this many fixed episodes "
                         "(seeds 1001..), in-process, adapted / shipped with a 95 %% interval; 0 = skip")
+    p.add_argument("--video", nargs="?", const=Path(), type=Path, metavar="PATH.mp4",
+                   help="also render the first fixed episode (seed 1001) of the shipped and the adapted model side by "
+                        "side, with each plan's predicted path (.mp4 H.264 or .gif; default: shipped_vs_adapted.mp4 "
+                        "in the run folder). Rendered after the evaluation: its figures are unchanged")
     return p.parse_args(argv)
 
 
@@ -184,6 +191,10 @@ def validate(args: argparse.Namespace) -> tuple[str, Path]:
     for option, value in (("--minutes", args.minutes), ("--rtf", args.rtf), ("--print-every-s", args.print_every_s)):
         check_positive(option, value)
     check_positive("--eval-episodes", args.eval_episodes, allow_zero=True)
+    if args.video is not None and not args.eval_episodes:
+        raise UsageError("--video renders the fixed-episode evaluation, which --eval-episodes 0 skips")
+    if args.video is not None and args.video != Path() and args.video.suffix.lower() not in (".mp4", ".gif"):
+        raise UsageError(f"--video {str(args.video)!r}: the file must end in .mp4 or .gif")
     return (check_sim_task(args.robot, args.task or default_task(args.robot)),
             checkpoint_or_default(args.checkpoint, args.robot))
 
@@ -219,17 +230,25 @@ EVAL_FIRST_SEED = 1001
 """First seed of the fixed evaluation episodes (the parity benchmark's seeds, so the figures compare)."""
 
 
-def fixed_seed_evaluation(task: str, shipped: Path, adapted: Path, episodes: int, seconds: float) -> dict[str, Any]:
+def fixed_seed_evaluation(task: str, shipped: Path, adapted: Path, episodes: int, seconds: float,
+                          video: Path | None = None, video_cfg: Any = None) -> dict[str, Any]:  # noqa: ANN401
     """The shipped and the adapted checkpoint on the same fixed episodes, in-process; adapted / shipped [95 % CI].
 
     The demo's before/after windows are a minute of randomly drawn commands each; this is the same
     comparison on fixed seeds, as ``simdist bench adaptation`` and ``simdist bench parity`` measure.
+    With ``video``, the first episode (seed ``EVAL_FIRST_SEED``) of both models is rendered side by side
+    into that file (``video_cfg``: a core ``VideoConfig``, default 480x270 per side); the figures are
+    those of the same evaluation without it.
     """
     from simdist_core.eval.stats import EPISODE_METRIC, episode_summary, episode_values, paired_ratio_ci
+    from simdist_core.eval.video import EpisodeRecorder, VideoConfig, write_side_by_side
 
     from simdist_ros.parity import in_process
 
-    runs = {name: in_process(task, path, episodes, seconds, EVAL_FIRST_SEED)["per_episode"]
+    video_cfg = video_cfg or VideoConfig(width=480, height=270)
+    recorders = {name: EpisodeRecorder(video_cfg, label=f"{task}  {label}") if video else None
+                 for name, label in (("shipped", "shipped model"), ("adapted", f"adapted ({adapted.name})"))}
+    runs = {name: in_process(task, path, episodes, seconds, EVAL_FIRST_SEED, recorders[name])["per_episode"]
             for name, path in (("shipped", shipped), ("adapted", adapted))}
     values = {name: episode_values(eps, task) for name, eps in runs.items()}
     out: dict[str, Any] = {"task": task, "episodes": episodes, "seconds": seconds, "first_seed": EVAL_FIRST_SEED,
@@ -244,6 +263,9 @@ def fixed_seed_evaluation(task: str, shipped: Path, adapted: Path, episodes: int
         out["adapted_over_shipped"] = [round(ratio, 3), round(low, 3), round(high, 3)]
     except ValueError as exc:  # e.g. the shipped UR5e model inserted nothing: no ratio
         out["adapted_over_shipped_error"] = str(exc)
+    if video is not None:
+        write_side_by_side(video, recorders["shipped"].recordings[0], recorders["adapted"].recordings[0], video_cfg)
+        out["video"] = str(video)
     return out
 
 
@@ -382,9 +404,14 @@ def main(argv: list[str]) -> int:
     if args.eval_episodes and adapted is not None and not failed:
         print(f"simdist demo: evaluating the shipped and the adapted model ({adapted.name}) on "
               f"{args.eval_episodes} fixed episodes each, in-process", flush=True)
+        video = None if args.video is None else args.video if args.video != Path() else out / "shipped_vs_adapted.mp4"
         summary["fixed_seed_evaluation"] = fixed_seed_evaluation(task, checkpoint, adapted, args.eval_episodes,
-                                                                 demo["eval_seconds"])
+                                                                 demo["eval_seconds"], video)
         print(_evaluation_lines(summary["fixed_seed_evaluation"], demo["unit"]))
+        if video is not None:
+            print(f"simdist demo: wrote {video} (seed {EVAL_FIRST_SEED}: shipped left, adapted right)")
+    elif args.video is not None:
+        print("simdist demo: no video: no adapted model to compare with (no hot swap, or a node failed)")
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     print(f"simdist demo: wrote {png} and {out / 'summary.json'}; exit codes {codes}")
     return 1 if failed or any(codes.values()) else 0

@@ -34,6 +34,7 @@ from geometry_msgs.msg import Point, PoseStamped, Twist, WrenchStamped
 from nav_msgs.msg import Odometry
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Image, Imu, JointState
+from simdist_core.planning.probe import probe_to_positions as probe_to_positions  # re-exported for the nodes
 from std_msgs.msg import Float32MultiArray, Float64MultiArray, MultiArrayDimension
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from visualization_msgs.msg import Marker, MarkerArray
@@ -429,23 +430,6 @@ def plan_to_array(msg: JointTrajectory, action_dim: int) -> np.ndarray:
     if any(len(r) != action_dim for r in rows):
         raise MessageError(f"plan: every point needs {action_dim} positions")
     return _finite("plan", np.asarray(rows, np.float64).reshape(len(rows), action_dim))
-
-
-def probe_to_positions(probe: np.ndarray, kind: str, dt_s: float) -> np.ndarray:
-    """Turn the probe head's output ``(H, 3)`` into points to draw ``(H + 1, 3)``.
-
-    ``"base_velocity"`` (Go2): yaw-frame base velocity integrated over the horizon, starting at the
-    origin of the yaw-aligned base frame. ``"tcp_position"`` (UR5e): positions as decoded, the first one
-    repeated so both kinds return H + 1 points.
-    """
-    probe = np.asarray(probe, np.float64)
-    if probe.ndim != 2 or probe.shape[1] != 3:
-        raise ValueError(f"probe must be (H, 3), got {probe.shape}")
-    if kind == "base_velocity":
-        return np.concatenate([np.zeros((1, 3)), np.cumsum(probe * dt_s, axis=0)])  # (H + 1, 3)
-    if kind == "tcp_position":
-        return np.concatenate([probe[:1], probe])
-    raise ValueError(f"unknown probe kind {kind!r}; valid: ['base_velocity', 'tcp_position']")
 
 
 PLAN_RGBA = (0.1, 0.6, 1.0, 1.0)

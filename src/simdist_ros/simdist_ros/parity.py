@@ -49,15 +49,19 @@ EPISODE_LENGTH_KEY = {"go2": "episode_length_s", "ur5e": "episode_s"}
 """Env config key of the episode length: the graph's episodes end where the evaluation's do."""
 
 
-def in_process(task: str, checkpoint: Path, episodes: int, seconds: float, first_seed: int) -> dict[str, Any]:
-    """``simdist eval`` of the deployed planner config on seeds ``first_seed ..``; per-episode results."""
+def in_process(task: str, checkpoint: Path, episodes: int, seconds: float, first_seed: int,
+               recorder: Any = None) -> dict[str, Any]:  # noqa: ANN401  (core EpisodeRecorder)
+    """``simdist eval`` of the deployed planner config on seeds ``first_seed ..``; per-episode results.
+
+    ``recorder`` (``simdist_core.eval.video.EpisodeRecorder``) records episodes for a video, results unchanged.
+    """
     from simdist_core.checkpoint import load_checkpoint
     from simdist_core.eval.closed_loop import EvalConfig, evaluate
 
     model, manifest = load_checkpoint(checkpoint)
     preset = "checkpoint" if isinstance(getattr(manifest, "planner_config", None), dict) else "cpu"
     result = evaluate(model, EvalConfig(task=task, episodes=episodes, seconds=seconds, seed=first_seed,
-                                        preset=preset), manifest=manifest)  # fmt: skip
+                                        preset=preset), manifest=manifest, recorder=recorder)  # fmt: skip
     per_episode = [{"seed": first_seed + i, **m} for i, m in enumerate(result["per_episode"])]
     return {"preset": preset, "sim_s": result["sim_s"], "wall_s": round(result["wall_s"], 1),
             "plan_ms_p50": result["plan_ms_p50"], "plan_ms_p99": result["plan_ms_p99"],

@@ -9,6 +9,7 @@ planner may run slower than real time; the report says how long it took (``real_
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import sys
@@ -23,6 +24,7 @@ import torch
 from simdist_core.cliargs import ArgumentParser, UsageError, check_positive, checkpoint_dir, cli_main
 from simdist_core.config import apply_cli_overrides, apply_overrides, parse_overrides, to_dict
 from simdist_core.eval.rollout import EpisodeStats, run_episode, summarise
+from simdist_core.eval.video import EpisodeRecorder, VideoConfig
 from simdist_core.planning.mppi import PRESETS, planner_preset
 
 log = logging.getLogger(__name__)
@@ -102,8 +104,12 @@ def evaluate(
     planner: Any = None,  # noqa: ANN401
     manifest: Any = None,  # noqa: ANN401
     planner_overrides: dict[str, str] | None = None,
+    recorder: EpisodeRecorder | None = None,
 ) -> dict[str, Any]:
     """Run ``cfg.episodes`` closed-loop episodes and summarise them.
+
+    With a ``recorder`` (``eval/video.py``), the episodes it wants are recorded for a video as they run;
+    recording only reads the simulator, so the results are those of the same call without it.
 
     Returns:
         JSON-ready dict: task, episodes, the task metric(s), per-episode metrics, planner stats, timing.
@@ -118,8 +124,9 @@ def evaluate(
     start = time.perf_counter()
     episodes: list[EpisodeStats] = []
     for i in range(cfg.episodes):
+        hooks = recorder.hooks(env, cfg.seed + i) if recorder is not None and recorder.wants(i) else {}
         episodes.append(run_episode(env, planner, seed=cfg.seed + i, max_steps=max_steps,
-                                    action_delay=cfg.action_delay))
+                                    action_delay=cfg.action_delay, **hooks))
         log.info("episode %d/%d: %s", i + 1, cfg.episodes, episodes[-1].metrics)
     wall_s = time.perf_counter() - start
     summary = summarise(episodes)
@@ -167,7 +174,38 @@ def _parse(argv: list[str]) -> argparse.Namespace:
                         help="control periods from observation to the step its action acts on")
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
     parser.add_argument("--json", type=Path, help="write the report here")
+    parser.add_argument("--video", type=Path, metavar="PATH.mp4",
+                        help="also write a video (.mp4 H.264, or .gif) of the first --video-episodes episodes: the "
+                             "robot, its planned (predicted) path and the path it took; states are copied while it "
+                             "runs and rendered at the end, so the results are the same as without it")  # fmt: skip
+    parser.add_argument("--video-episodes", type=int, default=1, help="episodes in the video (the first ones)")
+    parser.add_argument("--video-size", default="640x360", metavar="WxH", help="frame size in pixels (even numbers)")
+    parser.add_argument("--video-fps", type=float, default=25.0, help="frames per second of simulated time")
+    parser.add_argument("--video-beside", type=Path, metavar="CHECKPOINT",
+                        help="also run this checkpoint (e.g. an adapted one) on the video's episodes, same seeds and "
+                             "planner settings, and show it to the right of --checkpoint")  # fmt: skip
     return parser.parse_args(argv)
+
+
+def video_config(args: argparse.Namespace) -> VideoConfig | None:
+    """The ``--video-*`` options as a ``VideoConfig`` (None without ``--video``).
+
+    Raises:
+        UsageError: a bad size, rate, episode count or file extension.
+    """
+    if args.video is None:
+        if args.video_beside is not None:
+            raise UsageError("--video-beside needs --video")
+        return None
+    if args.video_beside is not None:
+        checkpoint_dir("--video-beside", args.video_beside)
+    if args.video.suffix.lower() not in (".mp4", ".gif"):
+        raise UsageError(f"--video {str(args.video)!r}: the file must end in .mp4 or .gif")
+    try:
+        width, height = (int(v) for v in args.video_size.lower().split("x"))
+        return VideoConfig(width=width, height=height, fps=args.video_fps, episodes=args.video_episodes)
+    except ValueError as exc:
+        raise UsageError(f"--video-size {args.video_size!r} / --video-fps / --video-episodes: {exc}") from None
 
 
 def validate(args: argparse.Namespace) -> tuple[EvalConfig, dict[str, str], dict[str, str]]:
@@ -200,6 +238,7 @@ def main(argv: list[str]) -> int:
     """Entry point of ``simdist eval``; returns the process exit code."""
     args = _parse(argv)
     cfg, env_overrides, planner_overrides = validate(args)
+    video = video_config(args)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     torch.set_num_threads(args.threads)
     from simdist_core.checkpoint import load_for_cli
@@ -214,7 +253,8 @@ def main(argv: list[str]) -> int:
         planner = make_planner(model, manifest, cfg.preset, planner_overrides, cfg.seed)
     except (KeyError, ValueError) as exc:  # --preset checkpoint without a stored config, or a bad --planner key
         raise UsageError(str(exc).strip("'\"")) from None
-    report = evaluate(model, cfg, env_overrides=env_overrides, planner=planner, manifest=manifest)
+    recorder = EpisodeRecorder(video, label=f"{cfg.task}  {args.checkpoint.name}") if video else None
+    report = evaluate(model, cfg, env_overrides=env_overrides, planner=planner, manifest=manifest, recorder=recorder)
     report["checkpoint"] = str(args.checkpoint)
     metric = report["metric"]
     print(f"{cfg.task}: {metric} = {report[metric]:.3f} over {cfg.episodes} episodes"
@@ -222,10 +262,47 @@ def main(argv: list[str]) -> int:
           + f"; plan p50 {report['plan_ms_p50']:.1f} ms p99 {report['plan_ms_p99']:.1f} ms, "
           f"fallbacks {report['fallbacks']}; {report['sim_s']:.1f} sim s in {report['wall_s']:.1f} s wall "
           f"(x{report['real_time_factor']:.2f} real time)")  # fmt: skip
+    if recorder is not None:
+        beside = (_record_beside(args.video_beside, cfg, video, env_overrides, planner_overrides)
+                  if args.video_beside else None)
+        _write_episode_video(args.video, recorder, beside)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(report, indent=1, default=_json_default))
     return 0
+
+
+def _record_beside(checkpoint: Path, cfg: EvalConfig, video_cfg: VideoConfig, env_overrides: dict[str, str],
+                   planner_overrides: dict[str, str]) -> EpisodeRecorder:  # fmt: skip
+    """Run ``checkpoint`` on the first episodes of ``cfg`` that the video shows, recording them."""
+    from simdist_core.checkpoint import load_for_cli
+
+    model, manifest = load_for_cli("--video-beside", checkpoint)
+    model.eval().requires_grad_(False)
+    if model.spec.name != cfg.task.split("/")[0]:
+        raise UsageError(f"--video-beside {str(checkpoint)!r} is for {model.spec.name}, the task is {cfg.task}")
+    recorder = EpisodeRecorder(video_cfg, label=f"{cfg.task}  {checkpoint.name}")
+    beside_cfg = dataclasses.replace(cfg, episodes=min(cfg.episodes, video_cfg.episodes))
+    report = evaluate(model, beside_cfg, env_overrides=env_overrides, manifest=manifest, recorder=recorder,
+                      planner=make_planner(model, manifest, cfg.preset, planner_overrides, cfg.seed))
+    falls = f", falls {report['falls']:.2f}" if "falls" in report else ""
+    print(f"{cfg.task}: {report['metric']} = {report[report['metric']]:.3f} over the {beside_cfg.episodes} video "
+          f"episode(s) of --video-beside {checkpoint}{falls}")
+    return recorder
+
+
+def _write_episode_video(path: Path, recorder: EpisodeRecorder, beside: EpisodeRecorder | None = None) -> None:
+    """Render the recorded episodes one after the other into ``path`` (each next to ``beside``'s, if given)."""
+    from simdist_core.eval.video import render_recording, side_by_side, write_video
+
+    frames = []
+    for i, rec in enumerate(recorder.recordings):
+        own = render_recording(rec, recorder.cfg)
+        frames += own if beside is None else side_by_side(own, render_recording(beside.recordings[i], beside.cfg))
+    stride = recorder.cfg.stride(1.0 / recorder.recordings[0].control_dt_s)
+    fps = 1.0 / (stride * recorder.recordings[0].control_dt_s)  # real time: one frame per `stride` control steps
+    write_video(path, frames, fps)
+    print(f"wrote {path}: {len(frames)} frames at {fps:g} fps, {path.stat().st_size / 1e6:.1f} MB")
 
 
 def _json_default(value: object) -> object:

@@ -68,6 +68,7 @@ def run_episode(
     rng: np.random.Generator | None = None,
     on_step: StepCallback | None = None,
     on_reset: Callable[[dict[str, np.ndarray]], None] | None = None,
+    on_plan: Callable[[Any], None] | None = None,
     device: str = "cpu",
     action_delay: int = 0,
 ) -> EpisodeStats:
@@ -82,6 +83,8 @@ def run_episode(
         rng: noise generator (required when ``exploration_std > 0``).
         on_step: receives each transition (observation before, executed action, step result).
         on_reset: receives the first observation, right after ``env.reset`` (the env is in that state).
+        on_plan: receives what ``planner.plan`` returned, before the step it acts on (the env is in the
+            state it was planned from); must not change the env (videos record here).
         device: where model inputs are placed.
         action_delay: control periods between an observation and the step its action acts on (0: the
             action acts on the state it was planned from). A live graph whose command misses its step
@@ -105,8 +108,11 @@ def run_episode(
     for _ in range(max_steps):
         start = time.perf_counter()
         with torch.no_grad():
-            action, fallback = first_action(planner.plan(history.model_input(device)))
+            plan_out = planner.plan(history.model_input(device))
+            action, fallback = first_action(plan_out)
         stats.plan_ms.append(1e3 * (time.perf_counter() - start))
+        if on_plan is not None:
+            on_plan(plan_out)
         stats.fallbacks += int(fallback)
         if exploration_std > 0:
             action = action + exploration_std * rng.standard_normal(action.shape).astype(np.float32)
