@@ -139,19 +139,37 @@ def test_sim_robot_resets_on_fall_and_applies_overrides():
         values = diag_values(diags, "sim robot")
         assert int(values["episodes"]) >= 2, values
         assert "robot fell" in node.log() and "resetting the task" in node.log()
-        assert obs.spin_until(lambda: any(h.frame_id == "fell" for h in starts), 30.0), [h.frame_id for h in starts]
-        assert starts[0].frame_id == "start", "transient-local: the announcement of the first reset is kept"
-        fell = next(msgs.stamp_to_ns(h.stamp) for h in starts if h.frame_id == "fell")
         stamps = lambda: [msgs.stamp_to_ns(m.header.stamp) for m in joint_states]  # noqa: E731
-        assert obs.spin_until(lambda: max(stamps(), default=0) > fell, 30.0)
+        assert obs.spin_until(lambda: any(h.frame_id == "fell" for h in starts), 30.0), [h.frame_id for h in starts]
+        # Transient-local (the last 5 kept): a late joiner gets the first reset's announcement or, when the
+        # crouching robot already fell more than 5 times before this observer matched, announcements made
+        # before its first sensor sample.
+        first_start = msgs.stamp_to_ns(starts[0].stamp)
+        assert obs.spin_until(lambda: bool(stamps()), 30.0, on_spin=send)
+        assert starts[0].frame_id == "start" or first_start < min(stamps()), (first_start, min(stamps()))
+        def seen_fall() -> int | None:
+            # The crouching robot falls within 0.1-0.2 s of each reset, possibly before this observer's sensor
+            # subscription has matched (volatile QoS, slow discovery on a loaded machine): take a fall announced
+            # after the first joint_states sample received.
+            first = min(stamps(), default=None)
+            return next((msgs.stamp_to_ns(h.stamp) for h in starts if h.frame_id == "fell" and first is not None
+                         and msgs.stamp_to_ns(h.stamp) > first), None)
+
+        assert obs.spin_until(lambda: seen_fall() is not None, 60.0, on_spin=send), [h.frame_id for h in starts]
+        fell = seen_fall()
+        assert obs.spin_until(lambda: max(stamps(), default=0) > fell, 30.0, on_spin=send)
         assert fell in stamps(), "the announced stamp is the stamp of the reset state's sensors"
         assert obs.spin_until(lambda: len(results) >= 1, 30.0)
         first = json.loads(results[0].data)
         assert (first["episode"], first["seed"], first["cause"], first["start_s"]) == (0, 41, "fell", 0.0), first
         assert first["metrics"]["fell"] == 1.0 and first["metrics"]["duration_s"] > 0, first
-        assert first["end_s"] == pytest.approx(fell * 1e-9 - 0.02), "it ends one period before the reset state"
-        if len(results) >= 2:  # the crouch goes on: the next episode was reset with seed + 1
-            assert json.loads(results[1].data)["seed"] == 42
+        # The episode the observed fall ended: it ends one period before the reset state its announcement names.
+        assert obs.spin_until(lambda: len(results) >= 2, 30.0, on_spin=send)
+        reports = [json.loads(m.data) for m in results]
+        ended = [r for r in reports if r["end_s"] == pytest.approx(fell * 1e-9 - 0.02)]
+        assert len(ended) == 1 and ended[0]["cause"] == "fell", (fell, reports)
+        # The crouch goes on: episode k was reset with seed 41 + k (episode_seeds).
+        assert all(r["seed"] == 41 + r["episode"] for r in reports), reports
     finally:
         obs.close()
         rc = node.stop()
