@@ -84,6 +84,9 @@ def test_expert_success_marks_insertion_and_plots_beside_a_failure(tmp_path):
     assert summary["success_end_step"] == success["steps"] - 1
     # failures are read at the success's length, capped at their own last step (5 steps < success length)
     assert summary["failure"]["value_at_success_end"] == pytest.approx(failure["value"][-1])
+    # the failure (5 steps) ended before the success did: no failure step is left to compare from there on
+    assert summary["failure_steps_at_or_above_lowest_success_end"] is None
+    assert summary["lowest_success_end_value"] == pytest.approx(success["value"][-1])
     plot(report, tmp_path / "v.png")
     assert (tmp_path / "v.png").stat().st_size > 0
 
@@ -104,3 +107,19 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, extra, message):
 def test_missing_checkpoint_exits_2(tmp_path, capsys):
     assert main(["--checkpoint", str(tmp_path / "nope"), "--out", str(tmp_path / "v.png")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def _episode(success, values):
+    return {"success": success, "steps": len(values), "value": values, "value_start": values[0] - 1.0,
+            "reward": [0.0] * len(values), "reward_head": [0.0] * len(values), "seed": 0}
+
+
+def test_summary_compares_failures_at_the_success_length():
+    report = {"episodes": [_episode(True, [-10.0, 5.0]), _episode(False, [-20.0, 0.0, 6.0, -3.0])]}
+    summary = summarise(report)
+    # successes end after 2 steps -> index 1; the failure's V there is 0.0
+    assert summary["success_end_step"] == 1
+    assert summary["failure"]["value_at_success_end"] == 0.0 and summary["success"]["value_at_success_end"] == 5.0
+    # failure steps from index 1: 0, 6, -3; only 6 reaches the lowest success end (5) -> 1/3
+    assert summary["failure_steps_at_or_above_lowest_success_end"] == pytest.approx(1 / 3)
+    assert summary["failure"]["value_start"] == -21.0 and summary["failure"]["value_end"] == -3.0

@@ -192,7 +192,10 @@ def collect(model: torch.nn.Module, cfg: ValueTraceConfig, *, planner: Any = Non
 
 
 def summarise(report: dict[str, Any]) -> dict[str, Any]:
-    """Per outcome: mean V at the start, at the end, and (failures) at the time successes ended; seeds; lengths.
+    """Per outcome: mean V at the start, at the end, and at the time successes ended; seeds; lengths.
+
+    Also the share of failure steps (from the mean success length on) whose V reaches the lowest V a
+    success ended with: 0 means V alone separates the outcomes there, the larger the less it does.
 
     ``value_at_success_end`` compares like with like: successes end early (insertion ends the episode), so
     failures are read at the mean success length too, not only at their own (much later) end.
@@ -217,6 +220,12 @@ def summarise(report: dict[str, Any]) -> dict[str, Any]:
         if at is not None:
             out[name]["value_at_success_end"] = float(np.mean([e["value"][min(at, e["steps"] - 1)] for e in eps]))
     out["success_end_step"] = at
+    failures = [e for e in report["episodes"] if not e["success"]]
+    if ends and failures:  # does V alone tell them apart? Failure steps as high as the lowest final success V
+        lowest = min(e["value"][-1] for e in report["episodes"] if e["success"])
+        steps = np.concatenate([e["value"][at:] for e in failures])
+        out["failure_steps_at_or_above_lowest_success_end"] = float(np.mean(steps >= lowest)) if steps.size else None
+        out["lowest_success_end_value"] = float(lowest)
     return out
 
 
