@@ -25,6 +25,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("bench soak", "simdist_ros.soak:main", "run the node graph for a while; memory per node (table + JSON)"),
     ("bench parity", "simdist_ros.parity:main", "in-process eval vs the live ROS graph, same checkpoint and tasks"),
     ("bench graph", "simdist_ros.graph_bench:main", "live graph per executor: ticks kept, delay, CPU"),
+    ("figure value", "simdist_core.eval.value_trace:main", "frozen value head along successful and failed episodes"),
     ("checkpoint", "simdist_core.checkpoint:main", "inspect / verify a checkpoint"),
     ("config show", "simdist_core.config_show:main", "every --set key of a task or command: type, default, meaning"),
     ("launch", "simdist_ros.launcher:main", "start the ROS 2 node graph without ros2launch (pip installs)"),
