@@ -1,4 +1,8 @@
-"""Scale of returns vs distance from the prior on a few ticks (no prior penalty; for choosing lambda)."""
+"""Scale of returns vs distance from the prior on a few ticks (no prior penalty; for choosing lambda).
+
+Usage: prior_weight_scale.py TASK [PRIOR_WEIGHT]. With PRIOR_WEIGHT (added after the protocol's run, for the
+exploratory probe in PRIOR_WEIGHT.md) the probe plans use that weight and 32x4 is probed too.
+"""
 import dataclasses, json, sys
 import numpy as np, torch
 from simdist_core.checkpoint import load_checkpoint
@@ -9,7 +13,9 @@ from simdist_core.planning.mppi import MPPIPlanner
 torch.set_num_threads(1)
 model, manifest = load_checkpoint("checkpoints/go2"); model.eval().requires_grad_(False)
 task = sys.argv[1]
-probe_cfgs = {b: planner_config(manifest, parse_budget(b)) for b in ("32x1", "32x2", "64x2")}
+weight = {"prior_weight": sys.argv[2]} if len(sys.argv) > 2 else {}
+budgets = ("32x1", "32x2", "64x2") + (("32x4",) if weight else ())
+probe_cfgs = {b: planner_config(manifest, parse_budget(b), weight) for b in budgets}
 rows = []
 
 class Diag(MPPIPlanner):
