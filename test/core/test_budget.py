@@ -15,9 +15,21 @@ pytestmark = pytest.mark.timeout(300)
 def test_budgets_parse_as_samples_by_iterations_or_preset_names():
     assert parse_budget("64x2") == Budget("64x2", {"num_samples": "64", "iterations": "2"})
     assert parse_budget("reference") == Budget("reference", {})
-    for bad in ("64", "x2", "64x0", "sixtyx2", "fast"):
+    for bad in ("64", "x2", "64x0", "sixtyx2", "fast", "fast:prior_weight=1"):
         with pytest.raises(ValueError, match="SxI"):
             parse_budget(bad)
+
+
+def test_a_point_can_set_other_planner_fields_and_its_own_win_over_every_point_fields():
+    point = parse_budget("32x2:prior_weight=10:temperature=0.5")
+    assert point == Budget("32x2:prior_weight=10:temperature=0.5", {"num_samples": "32", "iterations": "2"},
+                           {"prior_weight": "10", "temperature": "0.5"})
+    cfg = planner_config(None, point, {"prior_weight": "3", "min_std": "0.1"})
+    assert (cfg.num_samples, cfg.iterations, cfg.prior_weight, cfg.temperature, cfg.min_std) == (32, 2, 10.0, 0.5, 0.1)
+    assert planner_config(None, parse_budget("32x1")).prior_weight == 0.0  # nothing set: the plain objective
+    assert planner_config(None, parse_budget("prior:prior_weight=2")) == planner_preset("prior", prior_weight=2.0)
+    with pytest.raises(ValueError, match="key=value"):
+        parse_budget("32x2:prior_weight")
 
 
 def test_a_budget_changes_samples_and_iterations_only_and_caps_elites():
@@ -35,10 +47,13 @@ def test_a_run_reports_each_task_and_budget_on_the_same_seeds(tmp_path):
     torch.set_num_threads(1)
     ckpt, out = tmp_path / "ckpt", tmp_path / "budget.json"
     save_checkpoint(ckpt, tiny_model("go2"), version=1)
-    assert main(["--checkpoint", str(ckpt), "--task", "go2/flat", "--budgets", "4x1,8x2", "--episodes", "2",
-                 "--seconds", "0.2", "--json", str(out)]) == 0
+    assert main(["--checkpoint", str(ckpt), "--task", "go2/flat", "--budgets", "4x1,8x2:prior_weight=5",
+                 "--episodes", "2", "--seconds", "0.2", "--planner", "temperature=0.5", "--json", str(out)]) == 0
     report = json.loads(out.read_text())
-    assert [p["budget"] for p in report["points"]] == ["4x1", "8x2"]
+    assert report["complete"] and report["planner_overrides"] == {"temperature": "0.5"}
+    assert [p["budget"] for p in report["points"]] == ["4x1", "8x2:prior_weight=5"]
+    assert [p["planner"]["prior_weight"] for p in report["points"]] == [0.0, 5.0]
+    assert {p["planner"]["temperature"] for p in report["points"]} == {0.5}
     for p in report["points"]:
         assert len(p["per_episode"]) == 2 and p["metric_ci95"][0] <= p["metric_mean"] <= p["metric_ci95"][1]
     assert report["points"][1]["rollouts_per_tick"] > report["points"][0]["rollouts_per_tick"]
@@ -47,3 +62,7 @@ def test_a_run_reports_each_task_and_budget_on_the_same_seeds(tmp_path):
 def test_bad_budget_is_a_usage_error(capsys, tmp_path):
     assert main(["--checkpoint", str(tmp_path), "--budgets", "lots"]) == 2
     assert "budget 'lots'" in capsys.readouterr().err
+    assert main(["--checkpoint", str(tmp_path), "--budgets", "32x1:prior_weight=-1"]) == 2
+    assert "prior_weight must be >= 0" in capsys.readouterr().err
+    assert main(["--checkpoint", str(tmp_path), "--planner", "prior_wieght=1"]) == 2
+    assert "prior_weight" in capsys.readouterr().err  # unknown key: the valid ones are listed

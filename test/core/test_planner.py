@@ -220,6 +220,60 @@ def test_config_validation_and_presets():
         planner_preset("gpu")
     with pytest.raises(ValueError, match="horizon"):
         MPPIPlanner(QuadraticModel(horizon=10), PlannerConfig(horizon=25))
+    for bad in (-0.1, float("nan")):
+        with pytest.raises(ValueError, match="prior_weight"):
+            PlannerConfig(prior_weight=bad)
+    assert all(p.prior_weight == 0.0 for p in PRESETS.values()), "the shipped presets keep the plain objective"
+
+
+def _away_prior():
+    """A prior plan far from the optimum (-0.5, +0.5 every step: the optimum is near (0.3, -0.2))."""
+    return torch.tensor([-0.5, 0.5]).repeat(25, 1)
+
+
+@pytest.mark.parametrize("num_pi_samples", [4, 0])
+def test_prior_weight_zero_is_the_plain_objective_bit_for_bit(num_pi_samples):
+    """prior_weight=0 plans exactly what the planner without the field plans (same seed, tick after tick)."""
+    kw = dict(num_samples=16, num_pi_samples=num_pi_samples, iterations=3, num_elites=4, max_std=0.5)
+    plain = MPPIPlanner(QuadraticModel(prior=_away_prior()), PlannerConfig(**kw), seed=3)
+    zero = MPPIPlanner(QuadraticModel(prior=_away_prior()), PlannerConfig(**kw, prior_weight=0.0), seed=3)
+    weighted = MPPIPlanner(QuadraticModel(prior=_away_prior()), PlannerConfig(**kw, prior_weight=1.0), seed=3)
+    a, b, c = _closed_loop(plain, 4)[0], _closed_loop(zero, 4)[0], _closed_loop(weighted, 4)[0]
+    for ra, rb in zip(a, b, strict=True):
+        np.testing.assert_array_equal(ra.mean, rb.mean)
+        assert ra.value == rb.value
+    assert not np.array_equal(a[0].mean, c[0].mean), "a weight does change the plan"
+
+
+def test_planned_mean_moves_toward_the_prior_as_the_weight_grows():
+    """On the quadratic model, with a prior plan away from the optimum: the larger the weight, the closer the plan."""
+    prior = _away_prior()
+    distances, values = [], []
+    for weight in (0.0, 1.0, 10.0, 100.0, 1000.0):
+        cfg = planner_preset("reference", prior_weight=weight)
+        result = MPPIPlanner(QuadraticModel(prior=prior), cfg, seed=0).plan_latent(ORIGIN)
+        distances.append(float((torch.from_numpy(result.mean) - prior).pow(2).sum(-1).mean()))
+        values.append(result.value)
+    assert all(d1 > d2 for d1, d2 in zip(distances[:-1], distances[1:], strict=True)), distances
+    assert distances[-1] < 0.05 * distances[0], distances  # a large weight nearly executes the prior's plan
+    # the model's return (reported without the penalty) is given up for the closeness: best with no weight
+    assert values[0] == max(values) and values[-1] < values[0] - 0.5, values
+
+
+def test_prior_weight_applies_to_the_prior_and_warm_start_candidates_too():
+    """With no Gaussian samples the pool is the prior's plan and the warm start: a weight turns the choice."""
+    optimum = GOAL.repeat(25, 1)
+    optimum[0] = OPTIMUM_A0
+    cfg = dict(num_samples=0, num_pi_samples=1, iterations=1, num_elites=1)
+    # tick 1 executes the optimum (the prior); tick 2 the prior turns bad but last tick's plan is better
+    for weight, expect_prior in ((0.0, False), (100.0, True)):
+        model = QuadraticModel(prior=optimum)
+        planner = MPPIPlanner(model, PlannerConfig(**cfg, prior_weight=weight), seed=0)
+        planner.plan_latent(ORIGIN)
+        model.prior = _away_prior()
+        second = planner.plan_latent(Latent(GOAL[None].clone(), GOAL[None, None].clone()))
+        expected = _away_prior()[0] if expect_prior else GOAL
+        np.testing.assert_allclose(second.action, expected.numpy(), atol=1e-6)
 
 
 def test_bench_command_writes_its_json(tmp_path, capsys):
