@@ -288,12 +288,20 @@ class PlannerNode(Node):
         return self._hold
 
     def _publish_plan(self, result: Any, t_ns: int, params: PlannerParams) -> None:  # noqa: ANN401  (PlanResult)
-        """Plan and markers, stamped ``t_ns`` (the observation planned from: the frame's pose at that time)."""
-        mean = np.asarray(_numpy(result.mean), np.float64)
-        probe = np.asarray(_numpy(result.probe), np.float64).reshape(-1, 3)
+        """Plan and markers, stamped ``t_ns`` (the observation planned from: the frame's pose at that time).
+
+        Each is built only while someone subscribes (RViz, a recorder): the sampled rollouts cost one more
+        prediction in the planner's executor, measured on the 2-core machine with nobody watching as 90.2 %
+        of the robot's steps with a fresh command and delay 0 on 69.8 %, against 93.0 % and 82.5 % without.
+        """
         dt_s = 1.0 / self.control_hz
-        names, positions = plan_joint_targets(self.spec.name, mean) or (self.spec.action_names, mean)
-        self._plan_pub.publish(msgs.make_plan(positions, names, dt_s, t_ns))
+        if self._plan_pub.get_subscription_count() > 0:
+            mean = np.asarray(_numpy(result.mean), np.float64)
+            names, positions = plan_joint_targets(self.spec.name, mean) or (self.spec.action_names, mean)
+            self._plan_pub.publish(msgs.make_plan(positions, names, dt_s, t_ns))
+        if self._marker_pub.get_subscription_count() == 0:
+            return
+        probe = np.asarray(_numpy(result.probe), np.float64).reshape(-1, 3)
         rollout_probes, rollout_returns = self.planner.sampled_rollouts(params.num_rollouts)
         paths = [msgs.probe_to_positions(p, self.spec.probe, dt_s)
                  for p in (probe, *np.asarray(rollout_probes, np.float64))]  # fmt: skip
