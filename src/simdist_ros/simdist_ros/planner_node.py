@@ -24,7 +24,7 @@ never blocks on I/O: it swaps a reference between two plans.
 Episodes: a latent marked ``episode_start`` (the encoder restarted its history: an announced reset, a jump or
 a gap) clears the planner's warm start before it plans, as ``simdist eval`` does at every reset. Without it the
 live graph carried the last episode's plan into the next one, and on ``go2/foam`` the zero-shot model fell in
-the first 3 s of 13/60 episodes through the graph against 30/60 in-process (a warm start from a walking plan
+the first 3 s of 12/60 episodes through the graph against 30/60 in-process (a warm start from a walking plan
 gets the gait going); the two must start episodes the same way to be compared.
 
 Safety: no latent yet, a latent older than ``stale_ticks`` control periods, a planner exception or a
@@ -290,9 +290,11 @@ class PlannerNode(Node):
     def _publish_plan(self, result: Any, t_ns: int, params: PlannerParams) -> None:  # noqa: ANN401  (PlanResult)
         """Plan and markers, stamped ``t_ns`` (the observation planned from: the frame's pose at that time).
 
-        Each is built only while someone subscribes (RViz, a recorder): the sampled rollouts cost one more
-        prediction in the planner's executor, measured on the 2-core machine with nobody watching as 90.2 %
-        of the robot's steps with a fresh command and delay 0 on 69.8 %, against 93.0 % and 82.5 % without.
+        Each is built only while someone subscribes (RViz, a recorder): it runs in the planner's executor, and
+        when the sampled rollouts still re-predicted their latents it cost the 2-core graph, with nobody
+        watching, 90.2 % of steps with a fresh command and delay 0 on 69.8 %, against 93.0 % and 82.5 % with
+        ``num_rollouts`` 0 (``bench_results/graph_go2_flat_num_rollouts.json``). They now decode the latents
+        the plan already predicted.
         """
         dt_s = 1.0 / self.control_hz
         if self._plan_pub.get_subscription_count() > 0:

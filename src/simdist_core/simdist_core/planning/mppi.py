@@ -156,8 +156,8 @@ class MPPIPlanner:
         self.model = self._prepare(model)
         self._discounts = self.cfg.discount ** torch.arange(self.cfg.horizon, device=self.device, dtype=torch.float32)
         self._prev_mean: torch.Tensor | None = None
-        self._last_pool: tuple[Latent, torch.Tensor, torch.Tensor] | None = None
-        """(latent, candidates, returns) of the last plan's final iteration, for ``sampled_rollouts``."""
+        self._last_pool: tuple[torch.Tensor, torch.Tensor] | None = None
+        """(returns (N,), predicted latents (N, H, D)) of the last plan's final iteration, for ``sampled_rollouts``."""
 
     def _prepare(self, model: nn.Module) -> nn.Module:
         if model.spec.horizon < self.cfg.horizon:
@@ -205,7 +205,8 @@ class MPPIPlanner:
         # The prior's noise-free plan is computed once: it centres the prior candidates and the prior penalty.
         pi = self.model.pi(latent)[0, : cfg.horizon] if cfg.num_pi_samples or cfg.prior_weight else None
         prior = torch.cat([self._prior_candidates(pi), mean[None]])  # (Np + 1, H, A)
-        prior_returns = self._objective(self._returns(latent, prior), prior, pi)  # (Np + 1,)
+        prior_returns, prior_zs = self._rollout(latent, prior)
+        prior_returns = self._objective(prior_returns, prior, pi)  # (Np + 1,)
         dropped = 0
         for _ in range(cfg.iterations):
             # Sample: Gaussian candidates around the current mean, clipped to the action bounds.
@@ -213,7 +214,8 @@ class MPPIPlanner:
             candidates = torch.cat([prior, (mean + std * noise).clamp(-1.0, 1.0)])  # (N, H, A)
             # Roll out and score: all Gaussian candidates in one pass; non-finite returns can never be elites.
             sampled = candidates[prior.shape[0]:]
-            returns = torch.cat([prior_returns, self._objective(self._returns(latent, sampled), sampled, pi)])  # (N,)
+            sampled_returns, sampled_zs = self._rollout(latent, sampled)
+            returns = torch.cat([prior_returns, self._objective(sampled_returns, sampled, pi)])  # (N,)
             finite = torch.isfinite(returns)
             dropped = int((~finite).sum())
             if not finite.any():
@@ -232,7 +234,8 @@ class MPPIPlanner:
         if not (torch.isfinite(mean).all() and torch.isfinite(zs).all() and torch.isfinite(value)):
             return self._fallback("non-finite plan mean or its predicted rollout")
         self._prev_mean = mean
-        self._last_pool = (latent, candidates, returns)
+        # The latents this tick already predicted for its last pool (the warm start is always in it).
+        self._last_pool = (returns, prior_zs if sampled_zs is None else torch.cat([prior_zs, sampled_zs]))
         return PlanResult(
             action=mean[0].clamp(-1.0, 1.0).cpu().numpy().astype(np.float32),
             mean=mean.cpu().numpy(),
@@ -247,21 +250,20 @@ class MPPIPlanner:
         """Probe (K, H, 3) and return (K,) of ``k`` candidates the last plan considered, best first.
 
         The candidates of its last iteration, spread evenly over their return ranking; empty after a fallback
-        or reset. For visualisation, called after the tick's command is out: it costs one prediction of K candidates and
-        draws no random numbers, so plans are the same whether or not it is called. The returns are what the
-        candidates were ranked by (less the prior penalty when ``prior_weight`` > 0).
+        or reset. For visualisation: it decodes the latents the plan already predicted for them (no model
+        rollout) and draws no random numbers, so plans are the same whether or not it is called. The returns are
+        what the candidates were ranked by (less the prior penalty when ``prior_weight`` > 0).
         """
         if self._last_pool is None or k <= 0:
             return np.zeros((0, self.cfg.horizon, 3), np.float32), np.zeros(0, np.float32)
-        latent, candidates, returns = self._last_pool
+        returns, zs = self._last_pool
         finite = int(torch.isfinite(returns).sum())
         k = min(k, finite)
         if k <= 0:
             return np.zeros((0, self.cfg.horizon, 3), np.float32), np.zeros(0, np.float32)
         order = torch.argsort(returns, descending=True)[:finite]  # -inf (non-finite) sorts last
         pick = order[torch.linspace(0, finite - 1, k, device=self.device).round().long()]
-        zs = self.model.predict(latent, candidates[pick])  # (K, H, D)
-        probes = self.model.decode_probe(zs).cpu().numpy().astype(np.float32)
+        probes = self.model.decode_probe(zs[pick]).cpu().numpy().astype(np.float32)
         return probes, returns[pick].cpu().numpy().astype(np.float32)
 
     def _prior_candidates(self, pi: torch.Tensor | None) -> torch.Tensor:
@@ -282,11 +284,12 @@ class MPPIPlanner:
             return returns
         return returns - self.cfg.prior_weight * (actions - pi).pow(2).sum(-1).mean(-1)
 
-    def _returns(self, latent: Latent, actions: torch.Tensor) -> torch.Tensor:
-        """Discounted return (N,) of candidates ``actions`` (N, H, A); one multi-step rollout."""
+    def _rollout(self, latent: Latent, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Discounted return (N,) and predicted latents (N, H, D) of candidates ``actions`` (N, H, A); None if N = 0."""
         if actions.shape[0] == 0:
-            return actions.new_zeros(0)
-        return self._score(latent, actions, self.model.predict(latent, actions))
+            return actions.new_zeros(0), None
+        zs = self.model.predict(latent, actions)
+        return self._score(latent, actions, zs), zs
 
     def _score(self, latent: Latent, actions: torch.Tensor, zs: torch.Tensor) -> torch.Tensor:
         """Sum_k discount^k r_k (+ discount^H V(z_H)) for ``actions`` (N, H, A) and latents ``zs`` (N, H, D)."""
