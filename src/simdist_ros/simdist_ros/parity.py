@@ -13,7 +13,8 @@ ends them.
 
 Both sides start every episode the same way: ``simdist eval`` resets the planner's warm start, and the
 planner node does so on the encoder's ``episode_start`` latent. (When the graph carried the last episode's
-plan over, ``go2/foam`` fell in the first 3 s of 13/60 episodes through the graph against 30/60 in-process;
+plan over, ``go2/foam`` fell in the first 3 s of 12/60 episodes through the graph against 30/60 in-process
+(``bench_results/parity_go2_foam_60x3s_lockstep_carry_over.json``);
 ``--set planner.reset_on_episode_start=false`` shows it again.)
 
 Comparing the same episodes matters: seeds differ in difficulty (some fall in every run of either side),
