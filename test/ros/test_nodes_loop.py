@@ -64,6 +64,8 @@ def test_closed_loop_on_sim_time(tmp_path, robot):
         values = diag_values(diags, "planner")
         assert float(values["input_age_s"]) <= 3.0 / hz + 1e-9, f"planner saw stale latents in sim time: {values}"
         # Lockstep: once the loop runs, every step has a fresh command (no watchdog holds).
+        # (The robot's own report may come later than the planner's on a loaded machine: wait for it.)
+        assert obs.spin_until(lambda: "steps" in diag_values(diags, "sim robot"), 60.0), diag_values(diags, "sim robot")
         sim = diag_values(diags, "sim robot")
         steps, holds = int(sim["steps"]), int(sim["watchdog_holds"])
         assert obs.spin_until(lambda: int(diag_values(diags, "sim robot")["steps"]) >= steps + 50, 120.0)
