@@ -110,6 +110,10 @@ def test_encoder_node_publishes_latents_and_drops_bad_input(tmp_path):
         assert obs.spin_until(lambda: len(latents) >= n_latents + 3, 30.0, on_spin=feed)
         flags = [float(msgs.latent_to_arrays(m)[0]["episode_start"][0]) for m in latents]
         assert flags[0] == 1.0 and set(flags) == {0.0, 1.0} and sum(flags) >= 3, flags
+        # The episode counter goes up by one exactly where a latent is marked, so a planner that missed the
+        # marked latent still sees the episode change.
+        episodes = [float(msgs.latent_to_arrays(m)[0]["episode"][0]) for m in latents]
+        assert episodes[0] == 1.0 and episodes == list(np.cumsum(flags)), (episodes, flags)
 
         # 2. NaN joint velocities, then 3. a 20x15 height map: dropped, counted, never encoded.
         for kind in ("nan", "shape"):

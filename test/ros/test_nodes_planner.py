@@ -94,6 +94,17 @@ def test_planner_node_plans_holds_and_hot_swaps(tmp_path):
         latent_pub.publish(msgs.make_latent({"z": z, "context": ctx, "episode_start": np.ones(1)},
                                             obs.node.get_clock().now().nanoseconds))
         assert obs.spin_until(lambda: _int(diags, "warm_start_resets") == 1, 30.0, on_spin=feed)
+        # With the encoder's episode counter, a change of counter resets once even without the mark (the marked
+        # latent may be replaced in the keep-last-1 queue by the next one); an unchanged counter never does.
+        def send_episode(k):
+            latent_pub.publish(msgs.make_latent({"z": z, "context": ctx, "episode_start": np.zeros(1),
+                                                 "episode": np.array([k])}, obs.node.get_clock().now().nanoseconds))
+        episode_feed = every(1.0 / HZ, lambda: send_episode(7.0))
+        assert obs.spin_until(lambda: _int(diags, "warm_start_resets") == 2, 30.0, on_spin=episode_feed)
+        obs.spin_until(lambda: False, 1.0, on_spin=episode_feed)
+        assert _int(diags, "warm_start_resets") == 2
+        # The planner reports the Gaussian sample count it plans with (the configured 16 at most).
+        assert 0 <= _int(diags, "num_samples") <= 16
 
         # 3. Latents stop: after stale_ticks the planner holds zeros and reports it.
         stale_before = _int(diags, "holds_stale")

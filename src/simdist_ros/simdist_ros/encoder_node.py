@@ -7,7 +7,9 @@ Graph role (topics relative, see ``simdist_ros.topics``):
          (qos.RELIABLE: ``cmd_vel`` Twist for Go2, ``fixture_pose`` PoseStamped for UR5e),
          ``episode_start`` (std_msgs/Header, qos.EPISODE_START: resets announced by the simulated robot)
     out  ``latent`` (Float32MultiArray, qos.LATENT: ``z[D]`` + ``context[S,W]`` + ``episode_start[1]`` (1 on the
-         first latent of an episode, when the history restarted) + the observation stamp),
+         first latent of an episode, when the history restarted) + ``episode[1]`` (how many episodes this node
+         has started, so a planner that missed the first latent of one, which the keep-last-1 latent QoS allows
+         when it plans slower than the control rate, still sees it start) + the observation stamp),
          ``/diagnostics``
 
 Design choice: the full context (S x W floats, 51 x 64 = 13 KB for the reference Go2 model) is published
@@ -155,6 +157,7 @@ class EncoderNode(Node):
         self.control_hz = params.control_hz or self.spec.control_hz
         self.period_ns = int(round(1e9 / self.control_hz))
         self.history = ObservationHistory(self.spec)
+        self._episodes = 0  # episodes started (history restarts), published with every latent
         self.joint_names = joint_names(self.spec.name)
         self.stats = TickStats(1.0 / self.control_hz)
         self._latest: dict[str, Any] = {}
@@ -267,6 +270,7 @@ class EncoderNode(Node):
             restart = restart or not self.history.ready
             if restart:
                 self.history.reset(obs)
+                self._episodes += 1
             else:
                 self.history.record_action(self._executed)
                 self.history.push(obs)
@@ -282,7 +286,9 @@ class EncoderNode(Node):
             return
         # episode_start tells the planner to drop its warm start, as the in-process evaluation does at every reset.
         start = np.array([float(restart)], np.float32)
-        self._latent_pub.publish(msgs.make_latent({"z": z, "context": context, "episode_start": start}, obs_t_ns))
+        episode = np.array([self._episodes], np.float32)  # exact up to 2**24 episodes
+        blocks = {"z": z, "context": context, "episode_start": start, "episode": episode}
+        self._latent_pub.publish(msgs.make_latent(blocks, obs_t_ns))
         self.counts["latents"] += 1
         self._last_skip, self._last_skip_kind = "", ""
         self.stats.stop()

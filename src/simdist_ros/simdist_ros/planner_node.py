@@ -21,8 +21,9 @@ Threads: one single-threaded executor (``runtime.run_node``) runs the latent cal
 timer and diagnostics; a ``ModelSwapper`` worker thread verifies and loads announced checkpoints. A tick
 never blocks on I/O: it swaps a reference between two plans.
 
-Episodes: a latent marked ``episode_start`` (the encoder restarted its history: an announced reset, a jump or
-a gap) clears the planner's warm start before it plans, as ``simdist eval`` does at every reset. Without it the
+Episodes: a latent of a new episode (the encoder restarted its history: an announced reset, a jump or a gap;
+its ``episode`` counter changed, or, from an encoder without it, the latent is marked ``episode_start``) clears
+the planner's warm start before it plans, as ``simdist eval`` does at every reset. Without it the
 live graph carried the last episode's plan into the next one, and on ``go2/foam`` the zero-shot model fell in
 the first 3 s of 12/60 episodes through the graph against 30/60 in-process (a warm start from a walking plan
 gets the gait going); the two must start episodes the same way to be compared.
@@ -38,6 +39,7 @@ announcement and at most two models (running + verified candidate) at a time.
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +48,7 @@ import numpy as np
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
 from rclpy.node import Node
+from simdist_core.planning.deadline import SampleBudget, SampleBudgetConfig
 from simdist_core.planning.targets import plan_joint_targets
 from std_msgs.msg import Float32MultiArray, Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectory
@@ -92,6 +95,9 @@ class PlannerParams:
     """Frame of the rollout markers; empty = ``sensors.PATH_FRAME`` (Go2: yaw-aligned ``base_yaw``; UR5e: ``base``)."""
     torch_threads: int
     """torch intra-op threads (1 keeps the timer's jitter low on a shared CPU)."""
+    plan_time_fraction: float
+    """Share of the control period a plan may take; the Gaussian sample count steps down when the plans' p90
+    exceeds it and back up (never above the preset's) when there is room (``deadline.SampleBudget``). 0 = fixed."""
     update_dir: str
     """The only folder model updates are loaded from (the finetuner's ``output_dir``); empty = no updates."""
     update_key_file: str
@@ -122,6 +128,8 @@ ROWS = (
     P("diagnostics_period_s", 1.0, "Diagnostics period in seconds", lo=0.05, hi=60.0, read_only=True),
     P("frame_id", "", "Frame of the predicted rollout markers; empty = base_yaw (Go2), base (UR5e)"),
     P("torch_threads", 1, "torch intra-op threads", lo=1, hi=64, read_only=True),
+    P("plan_time_fraction", 0.6, "Share of the control period a plan may take (fewer samples past it); 0 = fixed",
+      lo=0.0, hi=1.0, read_only=True),
     P("update_dir", "", "Folder model updates load from (= finetuner output_dir); empty = accept no updates",
       read_only=True),
     P("update_key_file", "", "Owner-only key file shared with the finetuner; empty = accept no updates",
@@ -149,12 +157,21 @@ class PlannerNode(Node):
         self.control_hz = params.control_hz or self.spec.control_hz
         self.period_ns = int(round(1e9 / self.control_hz))
         self.stats = TickStats(1.0 / self.control_hz)
+        # A plan that overruns its share of the period makes the command answer an older observation than the
+        # model was trained on; fewer samples on time measured better than more samples late (planning/deadline.py).
+        self.budget = (
+            SampleBudget(self.planner.cfg.num_samples, 1.0 / self.control_hz,
+                         SampleBudgetConfig(target_fraction=params.plan_time_fraction,
+                                            min_samples=self.planner.min_num_samples))
+            if params.plan_time_fraction > 0 else None
+        )  # fmt: skip
         self._device = params.device
         self._hold = np.zeros(self.spec.action_dim)
         self._latent_dim, self._width = model.cfg.latent_dim, model.cfg.width
         self._latest: tuple[dict[str, np.ndarray], int] | None = None
         self._last_latent_tick_ns: int | None = None  # ROS time of the last tick a latent started (watchdog)
         self._planned_obs_ns: int | None = None  # observation stamp the last plan answered
+        self._episode_seen: float | None = None  # the encoder's episode counter on the last latent
         self._lock = threading.Lock()
         self.counts = dict.fromkeys(
             ("commands", "plans", "watchdog_ticks", "holds_no_latent", "holds_stale", "planner_errors",
@@ -206,12 +223,27 @@ class PlannerNode(Node):
             self._count("bad_latents")
             self.get_logger().warning(f"dropping latent: {exc}", throttle_duration_sec=1.0)
             return
-        starts = float(blocks.get("episode_start", np.zeros(1)).reshape(-1)[0]) > 0.5
-        if starts and self._tunable.current.reset_on_episode_start:
+        if self._starts_episode(blocks) and self._tunable.current.reset_on_episode_start:
             self.planner.reset()  # a new episode: the last one's plan is no warm start for it
             self._count("warm_start_resets")
         self._latest = (blocks, obs_t_ns)  # one reference assignment: the tick reads either old or new
         self._tick(obs_t_ns)
+
+    def _starts_episode(self, blocks: dict[str, np.ndarray]) -> bool:
+        """Whether this latent belongs to an episode the planner has not planned in yet.
+
+        The encoder's episode counter changes with every restart of its history; comparing it catches an
+        episode whose first latent (the one marked ``episode_start``) was replaced in the keep-last-1 queue
+        while the planner was still busy: on a 2-core VM planning slower than the control rate, 11 of 60
+        foam episodes started without a reset. Latents without the counter fall back to the mark.
+        """
+        episode = blocks.get("episode")
+        if episode is None or episode.size != 1 or not np.isfinite(episode).all():
+            return float(blocks.get("episode_start", np.zeros(1)).reshape(-1)[0]) > 0.5
+        index = float(episode.reshape(-1)[0])
+        new = index != self._episode_seen
+        self._episode_seen = index
+        return new
 
     def _on_update(self, msg: String) -> None:
         self.swapper.submit(msg.data, self.get_clock().now().nanoseconds)
@@ -265,7 +297,10 @@ class PlannerNode(Node):
         try:
             from simdist_core.models import Latent
 
+            t0 = time.perf_counter()
             result = self.planner.plan_latent(Latent.from_numpy(blocks["z"], blocks["context"], self._device))
+            if self.budget is not None:
+                self.planner.set_num_samples(self.budget.observe(time.perf_counter() - t0))
             action = np.asarray(_numpy(result.action), np.float64).reshape(-1)
         except Exception as exc:  # noqa: BLE001  (callback boundary: hold, log throttled, report; never die)
             self.get_logger().error(f"planner failed, holding: {exc}", throttle_duration_sec=1.0)
@@ -325,6 +360,8 @@ class PlannerNode(Node):
             "missed_ticks": self.stats.missed_ticks,
             "input_age_s": self._latent_age_s,
             "control_hz": self.control_hz,
+            "num_samples": self.planner.cfg.num_samples,
+            **self._budget_values(),
             **counts,
             **executor_counts(),
         }
@@ -332,6 +369,12 @@ class PlannerNode(Node):
         message = self._last_hold_reason or f"planning at {self.control_hz:g} Hz"
         status = msgs.make_status(f"{self.get_name()}: planner", level, message, values, self.spec.name)
         self._diag_pub.publish(msgs.make_diagnostics([status], self.get_clock().now().nanoseconds))
+
+    def _budget_values(self) -> dict[str, object]:
+        if self.budget is None:
+            return {}
+        return {"samples_reductions": self.budget.reductions, "samples_increases": self.budget.increases,
+                "plan_time_q90_ms": self.budget.last_quantile_s * 1e3}  # fmt: skip
 
     def close(self) -> None:
         """Stop and join the swap worker (before rclpy shuts down)."""

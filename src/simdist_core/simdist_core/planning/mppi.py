@@ -181,6 +181,22 @@ class MPPIPlanner:
             )
         self.model = self._prepare(new_model)
 
+    def set_num_samples(self, n: int) -> int:
+        """Change the Gaussian sample count between ticks (a compute budget, ``deadline.SampleBudget``).
+
+        The warm start and the policy-prior candidates are kept. Clamped from below so the elites still fit
+        (``num_elites <= num_samples + num_pi_samples``); returns the count now in use.
+        """
+        n = max(int(n), self.min_num_samples)
+        if n != self.cfg.num_samples:
+            self.cfg = dataclasses.replace(self.cfg, num_samples=n)
+        return n
+
+    @property
+    def min_num_samples(self) -> int:
+        """The fewest Gaussian samples this config allows (elites must fit into the candidate pool)."""
+        return max(0, self.cfg.num_elites - self.cfg.num_pi_samples)
+
     def plan(self, obs: dict[str, torch.Tensor]) -> PlanResult:
         """Encode a batch-of-one model input (validated by ``encode``) and plan from it."""
         with torch.inference_mode():
@@ -205,17 +221,26 @@ class MPPIPlanner:
         # The prior's noise-free plan is computed once: it centres the prior candidates and the prior penalty.
         pi = self.model.pi(latent)[0, : cfg.horizon] if cfg.num_pi_samples or cfg.prior_weight else None
         prior = torch.cat([self._prior_candidates(pi), mean[None]])  # (Np + 1, H, A)
-        prior_returns, prior_zs = self._rollout(latent, prior)
-        prior_returns = self._objective(prior_returns, prior, pi)  # (Np + 1,)
+        n_prior = prior.shape[0]
+        prior_returns: torch.Tensor | None = None
         dropped = 0
         for _ in range(cfg.iterations):
             # Sample: Gaussian candidates around the current mean, clipped to the action bounds.
             noise = torch.randn(cfg.num_samples, *mean.shape, device=self.device, generator=self.generator)
             candidates = torch.cat([prior, (mean + std * noise).clamp(-1.0, 1.0)])  # (N, H, A)
-            # Roll out and score: all Gaussian candidates in one pass; non-finite returns can never be elites.
-            sampled = candidates[prior.shape[0]:]
-            sampled_returns, sampled_zs = self._rollout(latent, sampled)
-            returns = torch.cat([prior_returns, self._objective(sampled_returns, sampled, pi)])  # (N,)
+            # Roll out and score; non-finite returns can never be elites. The first iteration rolls the prior
+            # candidates out in the same pass as its Gaussian ones (one model call's fixed cost instead of two:
+            # 14.0 -> 11.2 ms for 9 + 32 candidates with the shipped Go2 model on a 2-core VM); later iterations
+            # reuse their returns.
+            if prior_returns is None:
+                returns, pool_zs = self._rollout(latent, candidates)
+                returns = self._objective(returns, candidates, pi)  # (N,)
+                prior_returns, prior_zs = returns[:n_prior], pool_zs[:n_prior]
+            else:
+                sampled = candidates[n_prior:]
+                sampled_returns, sampled_zs = self._rollout(latent, sampled)
+                returns = torch.cat([prior_returns, self._objective(sampled_returns, sampled, pi)])  # (N,)
+                pool_zs = prior_zs if sampled_zs is None else torch.cat([prior_zs, sampled_zs])
             finite = torch.isfinite(returns)
             dropped = int((~finite).sum())
             if not finite.any():
@@ -235,7 +260,7 @@ class MPPIPlanner:
             return self._fallback("non-finite plan mean or its predicted rollout")
         self._prev_mean = mean
         # The latents this tick already predicted for its last pool (the warm start is always in it).
-        self._last_pool = (returns, prior_zs if sampled_zs is None else torch.cat([prior_zs, sampled_zs]))
+        self._last_pool = (returns, pool_zs)
         return PlanResult(
             action=mean[0].clamp(-1.0, 1.0).cpu().numpy().astype(np.float32),
             mean=mean.cpu().numpy(),
