@@ -252,11 +252,13 @@ def format_table(rows: list[dict[str, Any]]) -> str:
             lines.append(f"{r['task']:<14}{side.replace('_', '-'):<12}{sm['episodes']:>9}{ci:>30}"
                          f"{sm.get('falls', '-')!s:>7}{sm['metric_per_min'] or float('nan'):>13.2f}")
         if "ratio" in r:
-            g = r["graph"]
+            g, load = r["graph"], r.get("load_avg_1m_graph", {})
+            samples = g.get("diagnostics_end", {}).get("planner", {}).get("num_samples", "-")
             lines.append(f"{'':<14}graph / in-process {r['ratio']:.3f} [{r['ratio_ci95'][0]:.3f}, "
                          f"{r['ratio_ci95'][1]:.3f}]; within 10 %: {r['within_10_percent']}; ticks kept "
                          f"{g.get('ticks_kept')}, delay p50/p99 {g.get('delay_periods_p50')}/"
-                         f"{g.get('delay_periods_p99')} periods")
+                         f"{g.get('delay_periods_p99')} periods; planner samples at the end {samples}; "
+                         f"load {load.get('start', '-')} -> {load.get('end', '-')}")
         elif "error" in r or "ratio_error" in r:
             lines.append(f"{'':<14}{r.get('error') or r.get('ratio_error')}")
     return "\n".join(lines)
@@ -285,7 +287,11 @@ def main(argv: list[str]) -> int:
               f"<= {args.seconds:g} s each", flush=True)
         local = in_process(task, checkpoint, args.episodes, args.seconds, args.seed + 1)
         print(f"[parity] {task}: through the ROS graph at rtf {args.rtf:g}, the same seeds", flush=True)
-        rows.append(compare(task, local, through_graph(args, task, checkpoint, out)))
+        # Free-running, the graph's timing depends on what else runs on the machine: record it with the result.
+        load_start = os.getloadavg()[0]
+        row = compare(task, local, through_graph(args, task, checkpoint, out))
+        row["load_avg_1m_graph"] = {"start": round(load_start, 2), "end": round(os.getloadavg()[0], 2)}
+        rows.append(row)
     print(format_table(rows))
     report = {"robot": args.robot, "episodes": args.episodes, "seconds": args.seconds, "seed": args.seed,
               "rtf": args.rtf, "lockstep": args.lockstep, "set": args.set,
