@@ -5,7 +5,7 @@ import json
 import pytest
 import torch
 from _train_testlib import tiny_model
-from simdist_core.checkpoint import save_checkpoint
+from simdist_core.checkpoint import load_checkpoint, save_checkpoint
 from simdist_core.eval.adaptation import AdaptationConfig, main
 
 pytestmark = pytest.mark.timeout(900)
@@ -27,7 +27,7 @@ def test_benchmark_cli_reports_all_methods(tmp_path):
     out, png = tmp_path / "adapt.json", tmp_path / "adapt.png"
     # 0.04 min = 120 control steps of experience per method; tiny evaluation and finetuning budgets
     argv = ["--task", "go2/ptfe_slope", "--checkpoint", str(ckpt), "--minutes", "0,0.04", "--json", str(out),
-            "--plot", str(png), "--set", "eval_episodes=1", "--set", "eval_s=0.3", "--set", "heldout_episodes=2",
+            "--plot", str(png), "--set", "eval_episodes=2", "--set", "eval_s=0.3", "--set", "heldout_episodes=2",
             "--set", "episode_s=1", "--set", "heldout_windows=64", "--set", "finetune.steps=15",
             "--set", "finetune.batch_size=16", "--set", "finetune.holdout_fraction=0.3",
             *[a for p in SMALL_PLANNER for a in ("--planner", p)]]
@@ -50,6 +50,29 @@ def test_benchmark_cli_reports_all_methods(tmp_path):
         assert res["reward_per_step"][0] == zero["reward_per_step"][0]
         assert all(isinstance(v, float) and v == v for v in res["reward_per_step"])
         assert "reward_per_step_minus_zero_shot" in report["summary"][method]
+        # per-episode values of every point, and an interval around their mean
+        for i in range(2):
+            values = res["episode_metric"][i]
+            assert len(values) == 2 and sum(values) / 2 == pytest.approx(res["metric"][i])
+            low, high = res["metric_ci95"][i]
+            assert low <= res["metric"][i] <= high
+            assert len(res["episode_fell"][i]) == 2 and all(f in (0.0, 1.0) for f in res["episode_fell"][i])
+            assert res["falls_per_min"][i] == pytest.approx(
+                sum(res["episode_fell"][i]) / (sum(res["episode_duration_s"][i]) / 60))
+        rows = report["summary"][method]["by_minute"]
+        assert [r["minutes"] for r in rows] == [0.0, 0.04] and rows[0]["metric_minus_zero_shot"] == 0.0
+        assert report["summary"][method]["metric_minus_zero_shot_ci95"] == rows[-1]["metric_minus_zero_shot_ci95"]
+        # the final model: a normal checkpoint that says what it is
+        final = load_checkpoint(report["final_checkpoints"][method])[1]
+        assert res["final_checkpoint"] == report["final_checkpoints"][method] == str(tmp_path / "adapt_work" / method
+                                                                                     / "final")
+        assert final.version == 2 and final.parent_version == 1
+        assert final.extra["task"] == "go2/ptfe_slope" and final.extra["seed"] == 0
+        assert final.extra["parent_checkpoint"] == str(ckpt) and final.extra["method"] == method
+        passed = [g["passed"] for g in res["gate"][1:]]
+        assert final.extra["accepted_rounds"] == sum(passed)
+        assert final.extra["minutes_of_experience"] == (0.04 if passed[-1] else 0.0)
+    assert "metric_ratio_vs_full_finetune" in report["summary"]["dynamics_only"]["by_minute"][-1]
     assert png.stat().st_size > 1000
     assert main(argv) == 2, "a non-empty workdir is refused (experience from two runs must not mix)"
 
@@ -142,3 +165,178 @@ def test_heldout_labels_belong_to_each_recorded_observation(tmp_path):
     np.testing.assert_allclose(stored_rewards[:-1], np.float32(rewards[: len(first)]), rtol=0, atol=0)
     assert stored_rewards[-1] == 0.0  # the final-observation row, as simdist generate stores it
     assert np.ptp(stored[:, 0]) > 0  # the state really changes between rows
+
+
+TINY_RUN = ["--task", "go2/foam", "--minutes", "0,0.02", "--methods", "dynamics_only", "--set", "eval_episodes=2",
+            "--set", "eval_s=0.3", "--set", "heldout_episodes=2", "--set", "episode_s=1", "--set", "heldout_windows=32",
+            "--set", "finetune.steps=5", "--set", "finetune.batch_size=16", "--set", "finetune.holdout_fraction=0.3",
+            *[a for p in SMALL_PLANNER for a in ("--planner", p)]]
+
+
+def _numbers(report):
+    """A report without what differs between identical runs (wall times) or depends on where it ran (paths)."""
+    drop = {"wall_s", "collect_wall_s", "finetune_wall_s", "final_checkpoint", "final_checkpoints", "merged_from",
+            "wall_s_per_seed", "final_checkpoint_per_seed", "collect_wall_s_per_seed", "finetune_wall_s_per_seed",
+            "final_checkpoints_per_seed"}
+    if isinstance(report, dict):
+        return {k: _numbers(v) for k, v in report.items() if k not in drop}
+    if isinstance(report, list):
+        return [_numbers(v) for v in report]
+    return report
+
+
+def test_seeds_run_in_one_process_equal_separate_runs_merged(tmp_path):
+    """``--seeds 0,1`` = two runs with ``--set seed=S`` merged with ``--merge`` (the way to run them in parallel)."""
+    torch.set_num_threads(1)
+    ckpt = tmp_path / "ckpt"
+    save_checkpoint(ckpt, tiny_model("go2"), version=1)
+    run = [*TINY_RUN, "--checkpoint", str(ckpt)]
+    assert main([*run, "--seeds", "0,1", "--json", str(tmp_path / "seeds.json")]) == 0
+    merged = json.loads((tmp_path / "seeds.json").read_text())
+    assert merged["seeds"] == [0, 1] and "seed" not in merged["config"]
+    work = tmp_path / "seeds_work"
+    assert merged["merged_from"] == [str(work / "seed-0" / "report.json"), str(work / "seed-1" / "report.json")]
+    assert merged["final_checkpoints_per_seed"][1]["dynamics_only"] == str(work / "seed-1" / "dynamics_only" / "final")
+    assert main([*run, "--set", "seed=1", "--json", str(tmp_path / "s1.json")]) == 0
+    alone = json.loads((tmp_path / "s1.json").read_text())
+    assert _numbers(alone) == _numbers(json.loads((work / "seed-1" / "report.json").read_text())), \
+        "seed 1 after seed 0 in one process gives what seed 1 gives alone"
+    assert main(["--merge", str(work / "seed-0" / "report.json"), str(tmp_path / "s1.json"), "--json",
+                 str(tmp_path / "merged.json"), "--plot", str(tmp_path / "merged.png")]) == 0
+    assert _numbers(json.loads((tmp_path / "merged.json").read_text())) == _numbers(merged)
+    assert (tmp_path / "merged.png").stat().st_size > 1000
+    res = merged["results"]["dynamics_only"]
+    for i in range(2):  # pooled over both seeds' episodes
+        pooled = [v for seed in res["episode_metric_per_seed"][i] for v in seed]
+        assert len(pooled) == 4 and res["metric"][i] == pytest.approx(sum(pooled) / 4)
+        assert res["metric_ci95"][i][0] <= res["metric"][i] <= res["metric_ci95"][i][1]
+    assert res["metric_per_seed"][1][1] == alone["results"]["dynamics_only"]["metric"][1]
+
+
+def test_final_checkpoint_is_the_in_memory_model_and_measures_the_same(tmp_path):
+    from simdist_core.eval.adaptation import Benchmark
+    from simdist_core.planning.mppi import planner_preset
+    from simdist_core.training.adapt import FinetuneConfig
+
+    torch.set_num_threads(1)
+    cfg = AdaptationConfig(task="go2/foam", minutes=(0.0, 0.02), eval_episodes=1, eval_s=0.3, heldout_episodes=2,
+                           episode_s=1.0, heldout_windows=32,
+                           finetune=FinetuneConfig(steps=5, batch_size=16, holdout_fraction=0.3))
+    overrides = dict(p.split("=") for p in SMALL_PLANNER)
+    bench = Benchmark(tiny_model("go2"), cfg, tmp_path / "work", planner_overrides=overrides)
+    report = bench.run(("dynamics_only",))
+    loaded, manifest = load_checkpoint(report["final_checkpoints"]["dynamics_only"])
+    in_memory = bench.final_models["dynamics_only"]
+    for key, value in in_memory.state_dict().items():
+        assert torch.equal(loaded.state_dict()[key], value), key
+    assert manifest.parent_version is None and manifest.extra["parent_checkpoint"] is None  # no checkpoint given
+    assert set(manifest.parts_changed) <= {"dynamics"}, "dynamics-only finetuning changes only the dynamics"
+    assert manifest.planner_config["num_samples"] == 8 and manifest.planner_config["horizon"] == 8
+    assert planner_preset("cpu").num_samples != 8
+    res = report["results"]["dynamics_only"]
+    # as `simdist eval` loads a checkpoint (the finetuned model has requires_grad off too; measured with it on, the
+    # progress differed in the 8th digit: another float path in torch)
+    again = bench.measure(loaded.requires_grad_(False))
+    assert again["latent_error"] == res["latent_error"][-1] and again["forward_progress_m"] == res["metric"][-1]
+
+
+def _point(episodes, latent):
+    """An ``evaluate`` report of Go2 episodes given as (progress_m, fell, duration_s), plus the latent yardsticks."""
+    per_episode = [{"forward_progress_m": p, "fell": f, "duration_s": d} for p, f, d in episodes]
+    return {"task": "go2/foam", "episodes": len(episodes), "forward_progress_m": sum(p for p, _, _ in episodes) /
+            len(episodes), "latent_error": latent, "probe_error": 1.0, "reward_error": 1.0, "falls": 0.0,
+            "summary": {"mean_return": 1.0, "steps": 10.0, "duration_s": 1.0}, "per_episode": per_episode}
+
+
+def _report(seed, zero_episodes, zero_latent, after_episodes, after_latent, **config):
+    """A one-seed report of zero-shot and dynamics_only at minutes 0 and 1, built as ``Benchmark.run`` builds it."""
+    from simdist_core.config import to_dict
+    from simdist_core.eval.adaptation import point_fields, summarise
+
+    zero = point_fields(_point(zero_episodes, zero_latent), "forward_progress_m")
+    after = point_fields(_point(after_episodes, after_latent), "forward_progress_m")
+    results = {"zero_shot": {"minutes": [0.0], **{k: [v] for k, v in zero.items()}},
+               "dynamics_only": {"minutes": [0.0, 1.0], **{k: [zero[k], after[k]] for k in zero},
+                                 "gate": [None, {"passed": True}], "final_checkpoint": f"w{seed}/dynamics_only/final"}}
+    return {"task": "go2/foam", "metric": "forward_progress_m", "results": results, "summary": summarise(results),
+            "config": to_dict(AdaptationConfig(task="go2/foam", minutes=(0.0, 1.0), seed=seed, **config)),
+            "planner": {"num_samples": 8}, "env_overrides": {}, "checkpoint": "ckpt", "compare": {}, "wall_s": 10.0}
+
+
+def test_merge_pools_the_episodes_of_all_seeds(tmp_path, capsys):
+    from simdist_core.eval.adaptation import merge_reports
+
+    # seed 0: zero-shot 1 m and 3 m (the first fell after 30 s), 2 and 4 m after a minute; seed 1: 2, 2 -> 6, 8
+    a = _report(0, [(1.0, 1.0, 30.0), (3.0, 0.0, 60.0)], 0.4, [(2.0, 0.0, 60.0), (4.0, 0.0, 60.0)], 0.1)
+    b = _report(1, [(2.0, 0.0, 60.0), (2.0, 0.0, 60.0)], 0.2, [(6.0, 0.0, 60.0), (8.0, 1.0, 30.0)], 0.3)
+    merged = merge_reports([b, a], ["b.json", "a.json"])
+    assert merged["seeds"] == [0, 1] and merged["merged_from"] == ["a.json", "b.json"], "ordered by seed"
+    res = merged["results"]["dynamics_only"]
+    assert res["metric"] == [2.0, 5.0]  # (1 + 3 + 2 + 2) / 4, (2 + 4 + 6 + 8) / 4
+    assert res["metric_per_seed"] == [[2.0, 2.0], [3.0, 7.0]]
+    assert res["episode_metric_per_seed"][1] == [[2.0, 4.0], [6.0, 8.0]]
+    assert res["falls_per_min"] == [pytest.approx(1 / 3.5), pytest.approx(1 / 3.5)]  # 1 fall in 210 s each
+    assert res["latent_error"] == [pytest.approx(0.3), pytest.approx(0.2)]
+    assert res["latent_error_per_seed"] == [[0.4, 0.2], [0.1, 0.3]]
+    assert res["final_checkpoint_per_seed"] == ["w0/dynamics_only/final", "w1/dynamics_only/final"]
+    assert res["metric_ci95"][1][0] <= 5.0 <= res["metric_ci95"][1][1]
+    summary = merged["summary"]["dynamics_only"]
+    assert summary["metric_ratio_vs_zero_shot"] == pytest.approx(2.5)
+    assert summary["latent_error_ratio_zero_shot_over_method"] == pytest.approx(1.5)
+    last = summary["by_minute"][-1]
+    assert last["metric_ratio_vs_zero_shot"] == pytest.approx(2.5) and last["metric_minus_zero_shot"] == 3.0
+    low, high = last["metric_ratio_vs_zero_shot_ci95"]
+    assert low <= 2.5 <= high and summary["metric_ratio_vs_zero_shot_ci95"] == [low, high]
+    assert last["latent_error_ratio_per_seed"] == [pytest.approx(4.0), pytest.approx(2 / 3)]
+    # through the CLI, with a plot
+    paths = []
+    for name, report in (("a", a), ("b", b)):
+        paths.append(tmp_path / f"{name}.json")
+        paths[-1].write_text(json.dumps(report))
+    out, png = tmp_path / "merged.json", tmp_path / "merged.png"
+    assert main(["--merge", *map(str, paths), "--json", str(out), "--plot", str(png)]) == 0
+    assert json.loads(out.read_text())["results"]["dynamics_only"]["metric"] == [2.0, 5.0]
+    assert png.stat().st_size > 1000 and "seeds 0, 1" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"seed_b": 0}, "seed 0 appears twice"),
+    ({"eval_s": 5.0}, "config.eval_s"),
+    ({"checkpoint": "other"}, "checkpoint: "),
+    ({"drop_episodes": True}, "no per-episode values"),
+    ({"extra_args": ["--minutes", "0,1"]}, "drop --minutes"),
+    ({"one": True}, "at least 2 reports"),
+])
+def test_merge_refuses_reports_that_differ_in_more_than_seed(tmp_path, capsys, change, message):
+    eps = [(1.0, 0.0, 10.0), (2.0, 0.0, 10.0)]
+    a = _report(0, eps, 0.1, eps, 0.1)
+    b = _report(change.get("seed_b", 1), eps, 0.1, eps, 0.1, **({"eval_s": change["eval_s"]} if "eval_s" in change
+                                                                  else {}))
+    if "checkpoint" in change:
+        b["checkpoint"] = change["checkpoint"]
+    if "drop_episodes" in change:  # a report written before per-episode values were recorded
+        for res in b["results"].values():
+            del res["episode_metric"]
+    (tmp_path / "a.json").write_text(json.dumps(a))
+    (tmp_path / "b.json").write_text(json.dumps(b))
+    inputs = [str(tmp_path / "a.json")] + ([] if "one" in change else [str(tmp_path / "b.json")])
+    out = tmp_path / "merged.json"
+    assert main(["--merge", *inputs, "--json", str(out), *change.get("extra_args", [])]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1, err
+    assert not out.exists(), "nothing is written when the merge is refused"
+
+
+def test_committed_reports_without_episode_values_still_summarise_print_and_plot(tmp_path, capsys):
+    from pathlib import Path
+
+    from simdist_core.eval.adaptation import _print_table, plot, summarise
+
+    path = Path(__file__).resolve().parents[2] / "checkpoints" / "results" / "adaptation_go2_ptfe_slope.json"
+    report = json.loads(path.read_text())
+    summary = summarise(report["results"])
+    for method, stored in report["summary"].items():
+        assert summary[method] == stored, "the single-seed summary keys are computed as before"
+    plot(report, tmp_path / "old.png")
+    _print_table(report)
+    assert (tmp_path / "old.png").stat().st_size > 1000 and "dynamics_only" in capsys.readouterr().out

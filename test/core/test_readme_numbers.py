@@ -57,7 +57,9 @@ MAX_LIST = 12
 """Lists longer than this (per-episode results, per-second series) are not searched: a table reports their
 summaries, and thousands of raw values would let almost any number match by chance."""
 
-RAW_KEYS = frozenset({"per_episode", "rows", "series", "series_mib", "t_s", "rss", "hwm", "root_rss", "samples"})
+RAW_KEYS = frozenset({"per_episode", "rows", "series", "series_mib", "t_s", "rss", "hwm", "root_rss", "samples",
+                      "episode_metric", "episode_fell", "episode_duration_s", "episode_metric_per_seed",
+                      "episode_fell_per_seed", "episode_duration_s_per_seed"})
 """Keys of raw data (one value per episode, second or sample) that tables summarise and never quote."""
 
 NUMBER = re.compile(r"(?<![\w.])[-−]?\d[\d,]*(?:\.\d+)?")

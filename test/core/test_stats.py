@@ -53,3 +53,48 @@ def test_ratio_of_ratios_compares_two_measurements_of_one_change():
     assert r == pytest.approx(1.6 * before.mean() / after.mean()) and lo < r < hi < 1.0
     with pytest.raises(ValueError, match="lengths differ"):
         ratio_of_ratios_ci(after, before, after[:5], before)
+
+
+def test_cluster_interval_is_deterministic_and_contains_the_pooled_mean():
+    from simdist_core.eval.stats import cluster_mean_ci
+
+    rng = np.random.default_rng(5)
+    clusters = [rng.normal(2.0, 1.0, 10).tolist() for _ in range(3)]
+    m, lo, hi = cluster_mean_ci(clusters)
+    assert m == pytest.approx(np.mean(np.concatenate(clusters))) and lo < m < hi
+    assert cluster_mean_ci(clusters) == (m, lo, hi), "seeded: the same inputs give the same interval"
+    assert cluster_mean_ci(clusters, seed=1) != (m, lo, hi)
+    # ragged clusters: the point estimate is the mean over all episodes
+    assert cluster_mean_ci([[1.0, 2.0, 3.0], [10.0]])[0] == pytest.approx(4.0)
+
+
+def test_cluster_interval_widens_when_seeds_disagree():
+    from simdist_core.eval.stats import cluster_mean_ci
+
+    within = np.random.default_rng(6).normal(0.0, 0.5, (3, 10))
+    widths = []
+    for spread in (0.0, 1.0, 3.0):  # seed means -spread, 0, +spread; the episodes within each seed unchanged
+        clusters = within + np.array([[-spread], [0.0], [spread]])
+        _, lo, hi = cluster_mean_ci(clusters.tolist())
+        widths.append(hi - lo)
+        if spread == 3.0:  # an episode bootstrap on the pooled values ignores that episodes of a seed go together
+            _, plo, phi = mean_ci(clusters.ravel())
+            assert hi - lo > 1.5 * (phi - plo)
+    assert widths[0] < widths[1] < widths[2]
+
+
+def test_paired_cluster_ratio_and_difference_apply_one_draw_to_both_series():
+    from simdist_core.eval.stats import paired_cluster_difference_ci, paired_cluster_ratio_ci
+
+    rng = np.random.default_rng(7)
+    base = [rng.uniform(0.5, 4.0, 8).tolist() for _ in range(3)]
+    doubled = [[2 * v for v in seed] for seed in base]
+    assert paired_cluster_ratio_ci(doubled, base) == pytest.approx((2.0, 2.0, 2.0)), "paired: a constant ratio"
+    shifted = [[v + 0.5 for v in seed] for seed in base]
+    assert paired_cluster_difference_ci(shifted, base) == pytest.approx((0.5, 0.5, 0.5))
+    with pytest.raises(ValueError, match="undefined"):
+        paired_cluster_ratio_ci(base, [[-v for v in seed] for seed in base])
+    with pytest.raises(ValueError, match="sizes differ"):
+        paired_cluster_ratio_ci(base, [seed[:4] for seed in base])
+    with pytest.raises(ValueError, match="no values"):
+        paired_cluster_difference_ci([[]], [[]])

@@ -30,6 +30,29 @@ its latent, probe and reward errors are not defined (``null``).
 one pretrained on ``simdist generate --mixture expert_only`` data), reported as ``METHOD@LABEL`` with
 its own ``zero_shot@LABEL``; the held-out set stays the one collected with the main checkpoint.
 
+Statistics: every evaluation point records the task metric of each episode (``episode_metric``, with
+``episode_fell`` and ``episode_duration_s``), its 95 % bootstrap interval (``metric_ci95``) and the falls per
+simulated minute of evaluation (``falls_per_min``); ``summary`` adds, per method and minute mark
+(``by_minute``), paired intervals of the ratio and difference vs zero-shot (and ``dynamics_only`` vs
+``full_finetune``): both ran the same evaluation episodes.
+
+Several seeds (``seed`` seeds collection, held-out set, evaluation episodes and finetuning): run one
+process per seed, then merge the reports (they must differ only in ``seed``; anything else is refused,
+exit status 2, naming what differs)::
+
+    simdist bench adaptation --task go2/ptfe_slope --minutes 0,5,10,20,30 --set eval_episodes=10 \
+        --set seed=0 --json s0.json &    # ... and the same with seed=1 -> s1.json, seed=2 -> s2.json
+    simdist bench adaptation --merge s0.json s1.json s2.json --json merged.json --plot merged.png
+
+or ``--seeds 0,1,2`` to run them one after the other in one process (``<workdir>/seed-S``) and merge. A
+merged report pools the episodes of all seeds: mean, 95 % interval from a two-level bootstrap (seeds,
+then episodes within each; ``stats.cluster_mean_ci``), per-seed means and errors (``*_per_seed``); the
+plot draws the intervals as error bars, and the errors as the mean over seeds with their min-max.
+
+Final models: each world-model method's last accepted model is saved as a checkpoint,
+``<workdir>/<method>/final`` (its manifest: task, seed, minutes of experience, parent checkpoint), listed in
+the report's ``final_checkpoints``; ``simdist eval --checkpoint`` runs it.
+
 CPU note: closed-loop planning on 2 shared cores is slow, so ``--minutes`` can be scaled down (e.g.
 ``0,1,2,4``); the report stores the planner preset, wall time and exactly what was run.
 """
@@ -38,6 +61,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import json
 import logging
 import sys
@@ -55,6 +79,7 @@ from simdist_core.cliargs import (
     ArgumentParser,
     UsageError,
     check_choice,
+    check_existing_path,
     check_list,
     check_positive,
     checkpoint_dir,
@@ -63,6 +88,7 @@ from simdist_core.cliargs import (
 from simdist_core.config import apply_cli_overrides, apply_overrides, parse_overrides, to_dict
 from simdist_core.data.dataset import Dataset, check_dataset
 from simdist_core.data.sampler import WindowSampler
+from simdist_core.eval import stats
 from simdist_core.eval.closed_loop import EvalConfig, evaluate, make_planner, task_metric_name
 from simdist_core.eval.experience import collect_experience
 from simdist_core.models.world_model import LossWeights
@@ -115,7 +141,8 @@ class AdaptationConfig:
     iql: IQLConfig = field(default_factory=IQLConfig)
     """The IQL baseline (Kostrikov et al. 2021)."""
     seed: int = 0
-    """Seed of everything (collection, held-out set, evaluation, finetuning)."""
+    """Seed of everything (collection, held-out set, evaluation, finetuning); several seeds: run one process per
+    seed and ``--merge`` their reports, or ``--seeds``."""
 
     def __post_init__(self) -> None:
         if not self.minutes or self.minutes[0] != 0 or list(self.minutes) != sorted(set(self.minutes)):
@@ -139,9 +166,15 @@ class Benchmark:
         env_overrides: dict[str, str] | None = None,
         planner_overrides: dict[str, str] | None = None,
         offline_data: Path | None = None,
+        parents: dict[str, Path] | None = None,
     ) -> None:
         from simdist_core.sim.base import make_env
 
+        self.parents = dict(parents or {})
+        """Checkpoint folder each pretrained model was loaded from: ``""`` the main one, else the ``--compare``
+        label; recorded in the manifests of the final models (unknown ones are recorded as ``None``)."""
+        self.final_models: dict[str, torch.nn.Module] = {}
+        """Results key -> the final model of each world-model method (what ``<workdir>/<key>/final`` holds)."""
         self.offline_data = offline_data
         """Pretraining dataset of the RL baselines (needed only when one runs)."""
         self.pretrained, self.cfg, self.workdir = pretrained.eval(), cfg, workdir
@@ -163,11 +196,12 @@ class Benchmark:
         planner, episode_steps = self._planner(model), int(round(self.cfg.episode_s * self.control_hz))
         done, episodes = 0, 0
         while done < steps:
-            stats = collect_experience(self.env, planner, shard, episodes=1, max_steps=min(episode_steps, steps - done),
-                                       seed=seed + episodes, exploration_std=self.cfg.exploration_std,
-                                       first_episode_id=first_episode + episodes,
-                                       eval_labels=eval_labels)  # fmt: skip
-            done += stats[0].steps
+            recorded = collect_experience(self.env, planner, shard, episodes=1,
+                                          max_steps=min(episode_steps, steps - done),
+                                          seed=seed + episodes, exploration_std=self.cfg.exploration_std,
+                                          first_episode_id=first_episode + episodes,
+                                          eval_labels=eval_labels)  # fmt: skip
+            done += recorded[0].steps
             episodes += 1
         return episodes
 
@@ -193,7 +227,9 @@ class Benchmark:
     ) -> dict[str, Any]:
         """Collect -> finetune -> evaluate at each minute mark, continuing from the latest accepted model.
 
-        ``pretrained`` (default: the benchmark's) is where the method starts; ``name`` its results key.
+        ``pretrained`` (default: the benchmark's) is where the method starts; ``name`` its results key. The
+        final model (the latest one that passed the gate) is saved as the checkpoint ``<workdir>/<name>/final``
+        after the last measurement (``final_checkpoint`` in the results).
         """
         cfg, metric = self.cfg, task_metric_name(self.cfg.task)
         parts = METHODS[method]
@@ -202,7 +238,7 @@ class Benchmark:
         model, shard = copy.deepcopy(start), self.workdir / (name or method) / "shard-0"
         out = {"minutes": [0.0], **{k: [v] for k, v in point_fields(zero, metric).items()}, "gate": [None],
                "collect_wall_s": [0.0], "finetune_wall_s": [0.0]}  # fmt: skip
-        episodes = 0
+        episodes, accepted = 0, {"minutes": 0.0, "rounds": 0}
         for before, minutes in zip(cfg.minutes[:-1], cfg.minutes[1:], strict=True):
             t0 = time.perf_counter()
             steps = int(round((minutes - before) * 60 * self.control_hz))
@@ -211,6 +247,7 @@ class Benchmark:
             new, report = finetune_dynamics(model, Dataset(shard.parent), ft_cfg)
             if report.gate.passed:
                 model = new
+                accepted = {"minutes": minutes, "rounds": accepted["rounds"] + 1}
             t2 = time.perf_counter()
             point = self.measure(model)
             log.info("%s @ %.2f min: %s=%.3f latent_error=%.5f gate=%s", method, minutes, metric, point[metric],
@@ -219,7 +256,48 @@ class Benchmark:
                       "collect_wall_s": t1 - t0, "finetune_wall_s": t2 - t1}  # fmt: skip
             for key, value in fields.items():
                 out[key].append(value)
+        key = name or method
+        self.final_models[key] = model
+        try:
+            out["final_checkpoint"] = str(self.save_final(model, start, key, method, accepted))
+        except (OSError, ValueError) as exc:  # the measurements are kept; only the model file is missing
+            log.warning("%s: the final model was not saved (%s)", key, exc)
+            out["final_checkpoint"] = None
         return out
+
+    def save_final(
+        self, model: torch.nn.Module, start: torch.nn.Module, key: str, method: str, accepted: dict[str, Any]
+    ) -> Path:
+        """Save ``model`` (finetuned from ``start``) as the checkpoint ``<workdir>/<key>/final``; returns its path.
+
+        A normal checkpoint (``simdist eval --checkpoint``, ``simdist checkpoint show``); its manifest says
+        what it is: task, seed, method, minutes of experience the model was trained on, accepted rounds,
+        parent checkpoint. ``parts_changed`` are the parts whose weights differ from ``start``. Saving reads
+        the weights only (no random draws), after the method's last measurement: it changes no number.
+        """
+        from simdist_core.checkpoint import part_hashes, read_manifest, save_checkpoint
+        from simdist_core.models.world_model import PART_NAMES
+
+        parent = self.parents.get(key.split("@", 1)[1] if "@" in key else "")
+        parent_version = read_manifest(parent).version if parent is not None else None
+        new, old = part_hashes(model.state_dict()), part_hashes(start.state_dict())
+        path = self.workdir / key / "final"
+        save_checkpoint(
+            path, model, version=(parent_version or 0) + 1, parent_version=parent_version,
+            parts_changed=tuple(p for p in PART_NAMES if new[p] != old[p]), planner_config=self._planner_cfg(model),
+            extra={"what": f"final model of `simdist bench adaptation` method {method}: the latest model that "
+                           f"passed the validation gate", "task": self.cfg.task, "seed": self.cfg.seed,
+                   "method": key, "minutes_of_experience": accepted["minutes"], "accepted_rounds": accepted["rounds"],
+                   "parent_checkpoint": None if parent is None else str(parent), "env_overrides": self.env_overrides},
+        )  # fmt: skip
+        return path
+
+    def _planner_cfg(self, model: torch.nn.Module) -> Any:  # noqa: ANN401
+        """The planner config evaluation ran with (preset + overrides, horizon capped), built without a planner."""
+        from simdist_core.planning.mppi import planner_preset
+
+        cfg = apply_overrides(planner_preset(self.cfg.preset), self.planner_overrides)
+        return dataclasses.replace(cfg, horizon=min(cfg.horizon, model.spec.horizon))
 
     def measure_agent(self, baseline: Any) -> dict[str, Any]:  # noqa: ANN401
         """Closed-loop task metric of an RL baseline's mean-action policy (no latent yardsticks: ``None``)."""
@@ -295,7 +373,9 @@ class Benchmark:
                 "config": to_dict(self.cfg), "planner": to_dict(self._planner(self.pretrained).cfg),
                 "env_overrides": self.env_overrides, "heldout_windows": sum(int(b["actions"].shape[0])
                                                                             for b in self.holdout),
-                "wall_s": time.perf_counter() - start, "torch_threads": torch.get_num_threads()}  # fmt: skip
+                "wall_s": time.perf_counter() - start, "torch_threads": torch.get_num_threads(),
+                "final_checkpoints": {k: v["final_checkpoint"] for k, v in results.items()
+                                      if v.get("final_checkpoint") is not None}}  # fmt: skip
 
 
 def point_fields(report: dict[str, Any], metric: str) -> dict[str, Any]:
@@ -304,15 +384,34 @@ def point_fields(report: dict[str, Any], metric: str) -> dict[str, Any]:
     ``reward_per_step`` is the simulator's true reward per control step in the evaluation episodes:
     the objective the planner maximises, measured, not predicted (it can rise while the task metric
     falls when the reward ranks another behaviour above the task, e.g. stepping in place over walking).
+
+    From ``evaluate``'s ``per_episode`` (when the report has it): ``episode_metric`` (the task metric of
+    each evaluation episode, ``stats.episode_values``), ``episode_fell`` (Go2; ``None`` for a task without
+    falls), ``episode_duration_s``, ``metric_ci95`` (95 % bootstrap interval of the mean, ``stats.mean_ci``)
+    and ``falls_per_min`` (episodes that fell per simulated minute of evaluation).
     """
     summary = report["summary"]
     steps, episodes = summary.get("steps", 0.0), report.get("episodes", 0)
-    return {
+    fields = {
         "metric": report[metric], "latent_error": report["latent_error"], "probe_error": report["probe_error"],
         "reward_error": report["reward_error"], "falls": report.get("falls"),
         "mean_duration_s": summary.get("duration_s"),
         "reward_per_step": summary["mean_return"] * episodes / steps if steps and "mean_return" in summary else None,
     }  # fmt: skip
+    per_episode = report.get("per_episode")
+    if per_episode:
+        values = stats.episode_values(per_episode, report["task"])
+        fell = [float(e["fell"]) for e in per_episode] if all("fell" in e for e in per_episode) else None
+        durations = [float(e.get("duration_s", 0.0)) for e in per_episode]
+        fields.update(episode_metric=values, episode_fell=fell, episode_duration_s=durations,
+                      metric_ci95=list(stats.mean_ci(values)[1:]), falls_per_min=falls_per_minute(fell, durations))
+    return fields
+
+
+def falls_per_minute(fell: list[float] | None, durations: list[float]) -> float | None:
+    """Episodes that fell per simulated minute of evaluation (``None`` without fall flags or time)."""
+    total_s = sum(durations)
+    return None if fell is None or total_s <= 0 else sum(fell) / (total_s / 60.0)
 
 
 def probe_rollout_error(model: torch.nn.Module, batches: list[Batch]) -> float:
@@ -340,6 +439,10 @@ def summarise(results: dict[str, Any]) -> dict[str, Any]:
     progress values would read "better" when it is worse); the difference is always given. A method
     ``M@LABEL`` is compared with ``zero_shot@LABEL``, every other one with ``zero_shot``. Error ratios
     are ``None`` where the method has no such error (the RL baselines have no latent).
+
+    With per-episode values (reports written since they are recorded; one seed or merged seeds) each
+    method also gets ``metric_ratio_vs_zero_shot_ci95`` / ``metric_minus_zero_shot_ci95`` (last mark) and
+    ``by_minute`` (see :func:`minute_summary`).
     """
     out: dict[str, Any] = {}
     for method, res in results.items():
@@ -360,11 +463,204 @@ def summarise(results: dict[str, Any]) -> dict[str, Any]:
                 out[method][f"{key}_ratio_zero_shot_over_method"] = zero[key][0] / last if last else None
         if res.get("reward_per_step", [None])[-1] is not None and zero.get("reward_per_step", [None])[0] is not None:
             out[method]["reward_per_step_minus_zero_shot"] = res["reward_per_step"][-1] - zero["reward_per_step"][0]
+        if episode_clusters(res, 0) is not None and episode_clusters(zero, 0) is not None:
+            base, _, label = method.partition("@")
+            rival = results.get(f"full_finetune@{label}" if label else "full_finetune") \
+                if base == "dynamics_only" else None  # fmt: skip
+            rows = minute_summary(res, zero, rival)
+            out[method]["by_minute"] = rows
+            for key in ("metric_ratio_vs_zero_shot_ci95", "metric_minus_zero_shot_ci95"):
+                out[method][key] = rows[-1][key]
     return out
 
 
+def episode_clusters(res: dict[str, Any], i: int) -> list[list[float]] | None:
+    """Per-seed lists of the per-episode task metric at minute mark ``i`` (one list for a one-seed report).
+
+    ``None`` for reports written before per-episode values were recorded.
+    """
+    if "episode_metric_per_seed" in res:
+        return res["episode_metric_per_seed"][i]
+    values = res.get("episode_metric", [None] * (i + 1))[i]
+    return None if values is None else [values]
+
+
+def _ci(fn: Any, *args: Any) -> tuple[float | None, list[float] | None]:  # noqa: ANN401
+    """``fn(*args)`` as (value, [low, high]); (None, None) where the statistic is undefined."""
+    try:
+        value, low, high = fn(*args)
+    except ValueError:
+        return None, None
+    return value, [low, high]
+
+
+def minute_summary(res: dict[str, Any], zero: dict[str, Any], rival: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Per minute mark of ``res``: its metric and falls, and paired comparisons with zero-shot (and ``rival``).
+
+    Falls per simulated minute of evaluation are given for the method and for zero-shot. Every comparison is
+    paired: within a seed both series ran the same evaluation episodes (same seeds), so the two-level bootstrap
+    (``stats.paired_cluster_*``) resamples seeds, then episode indices, and applies the draw to both. The ratio
+    is ``None`` where the denominator's mean is not positive (e.g. a negative zero-shot progress); the
+    difference is always given. ``rival`` (``full_finetune`` for ``dynamics_only``) gives
+    ``metric_ratio_vs_full_finetune`` / ``metric_minus_full_finetune``. The latent-error ratio is zero-shot over
+    method of the (seed-mean) errors, with the per-seed ratios.
+    """
+    rows = []
+    zero_eps = episode_clusters(zero, 0)
+    for i, minutes in enumerate(res["minutes"]):
+        eps = episode_clusters(res, i)
+        mean, ci = _ci(stats.cluster_mean_ci, eps)
+        row: dict[str, Any] = {"minutes": minutes, "metric": mean, "metric_ci95": ci,
+                               "falls_per_min": res.get("falls_per_min", [None] * len(res["minutes"]))[i],
+                               "zero_shot_falls_per_min": zero.get("falls_per_min", [None])[0]}
+        row["metric_ratio_vs_zero_shot"], row["metric_ratio_vs_zero_shot_ci95"] = _ci(
+            stats.paired_cluster_ratio_ci, eps, zero_eps)
+        row["metric_minus_zero_shot"], row["metric_minus_zero_shot_ci95"] = _ci(
+            stats.paired_cluster_difference_ci, eps, zero_eps)
+        if rival is not None and i < len(rival["minutes"]) and rival["minutes"][i] == minutes:
+            other = episode_clusters(rival, i)
+            row["metric_ratio_vs_full_finetune"], row["metric_ratio_vs_full_finetune_ci95"] = _ci(
+                stats.paired_cluster_ratio_ci, eps, other)
+            row["metric_minus_full_finetune"], row["metric_minus_full_finetune_ci95"] = _ci(
+                stats.paired_cluster_difference_ci, eps, other)
+        err, zero_err = res["latent_error"][i], zero["latent_error"][0]
+        row["latent_error_ratio_zero_shot_over_method"] = zero_err / err if err else None
+        if "latent_error_per_seed" in res and err:
+            row["latent_error_ratio_per_seed"] = [z / e if e else None for z, e in
+                                                  zip(zero["latent_error_per_seed"][0], res["latent_error_per_seed"][i],
+                                                      strict=True)]  # fmt: skip
+        rows.append(row)
+    return rows
+
+
+MERGE_SAME = ("task", "metric", "config", "planner", "env_overrides", "checkpoint", "compare", "rl_dataset")
+"""Report keys that reports merged by ``--merge`` must share (``config`` except its ``seed``)."""
+PER_SEED_MEAN = ("latent_error", "probe_error", "reward_error", "reward_per_step", "falls")
+"""Per-point values a merged report gives as the mean over seeds (each seed's in ``<key>_per_seed``)."""
+
+
+def _flatten(value: Any, prefix: str) -> dict[str, Any]:  # noqa: ANN401
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, sub in value.items():
+            out.update(_flatten(sub, f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    return {prefix: value}
+
+
+def _identity(report: dict[str, Any]) -> dict[str, Any]:
+    """What must be equal across merged reports, as dotted key -> value."""
+    same = {key: report.get(key) for key in MERGE_SAME}
+    same["config"] = {k: v for k, v in (same["config"] or {}).items() if k != "seed"}
+    same["methods"] = sorted(report.get("results", {}))
+    same["minutes"] = {m: res.get("minutes") for m, res in report.get("results", {}).items()}
+    return _flatten(same, "")
+
+
+def check_mergeable(reports: list[dict[str, Any]], names: list[str]) -> None:
+    """Refuse reports that differ in anything but ``seed``, repeat a seed, or lack per-episode values.
+
+    Raises:
+        ValueError: naming every key that differs (with each file's value), the repeated seed, or the file.
+    """
+    if not reports:
+        raise ValueError("nothing to merge")
+    for report, name in zip(reports, names, strict=True):
+        if "seeds" in report:
+            raise ValueError(f"{name} is already a merged report (seeds {report['seeds']}); merge the per-seed ones")
+        if not isinstance(report.get("results"), dict) or not isinstance(report.get("config"), dict):
+            raise ValueError(f"{name} is not a `simdist bench adaptation` report (no results/config)")
+        missing = [m for m, res in report["results"].items()
+                   if any(v is None for v in res.get("episode_metric", [None]))]
+        if missing:
+            raise ValueError(f"{name} has no per-episode values for {missing} (written before they were recorded); "
+                             f"rerun it to merge")
+    seen: dict[Any, str] = {}
+    for report, name in zip(reports, names, strict=True):
+        seed = report["config"].get("seed")
+        if seed in seen:
+            raise ValueError(f"seed {seed} appears twice ({seen[seed]} and {name}); each report must be another seed")
+        seen[seed] = name
+    ids = [_identity(r) for r in reports]
+    keys = sorted({k for i in ids for k in i})
+    differ = [k for k in keys if any(i.get(k, "<absent>") != ids[0].get(k, "<absent>") for i in ids[1:])]
+    if differ:
+        detail = "; ".join(f"{k}: " + ", ".join(f"{n}={i.get(k, '<absent>')!r}"
+                                                for n, i in zip(names, ids, strict=True))
+                           for k in differ[:8])  # fmt: skip
+        more = f" (and {len(differ) - 8} more)" if len(differ) > 8 else ""
+        raise ValueError(f"the reports differ in more than seed: {detail}{more}")
+
+
+def merge_reports(reports: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
+    """One report from per-seed reports of the same run (see :func:`check_mergeable`), seeds in ascending order.
+
+    Per method and minute mark: ``metric`` is the mean over all episodes of all seeds, ``metric_ci95`` its
+    two-level (cluster) bootstrap interval (``stats.cluster_mean_ci``: seeds, then episodes within each),
+    ``metric_per_seed`` each seed's mean, ``falls_per_min`` episodes that fell per simulated minute of
+    evaluation (all seeds), ``mean_duration_s`` the pooled mean; the latent, probe, reward errors,
+    ``reward_per_step`` and ``falls`` (fall events per episode) are the mean over seeds.
+    ``<key>_per_seed[i]`` lists the seeds' values at mark ``i`` (in the order of ``seeds``), for every
+    per-point key (``episode_metric_per_seed`` holds the per-episode values); per-method scalars
+    (``final_checkpoint``, ``online_episodes``) become a list over seeds. ``summary`` keeps the single-seed
+    keys (from these pooled values) and adds the paired CIs.
+
+    Raises:
+        ValueError: see :func:`check_mergeable`.
+    """
+    check_mergeable(reports, names)
+    order = sorted(range(len(reports)), key=lambda j: reports[j]["config"]["seed"])
+    reports, names = [reports[j] for j in order], [names[j] for j in order]
+    first = reports[0]
+    results: dict[str, Any] = {}
+    for method, res0 in first["results"].items():
+        runs = [r["results"][method] for r in reports]
+        n = len(res0["minutes"])
+        out: dict[str, Any] = {"minutes": list(res0["minutes"])}
+        for key in res0:
+            if key == "minutes":
+                continue
+            values = [run.get(key) for run in runs]
+            if all(isinstance(v, list) and len(v) == n for v in values):
+                out[f"{key}_per_seed"] = [[v[i] for v in values] for i in range(n)]
+            else:
+                out[f"{key}_per_seed"] = values
+        out["metric"], out["metric_ci95"], out["falls_per_min"] = [], [], []
+        for key in ("mean_duration_s", *PER_SEED_MEAN):
+            out[key] = []
+        for i in range(n):
+            clusters = out["episode_metric_per_seed"][i]
+            mean, low, high = stats.cluster_mean_ci(clusters)
+            out["metric"].append(mean)
+            out["metric_ci95"].append([low, high])
+            fell = out["episode_fell_per_seed"][i]
+            durations = [d for seed_d in out["episode_duration_s_per_seed"][i] for d in seed_d]
+            out["falls_per_min"].append(falls_per_minute(None if any(f is None for f in fell) else
+                                                         [f for seed_f in fell for f in seed_f], durations))
+            out["mean_duration_s"].append(float(np.mean(durations)) if durations else None)
+            for key in PER_SEED_MEAN:
+                per_seed = out.get(f"{key}_per_seed", [[None]] * n)[i]
+                out[key].append(None if any(v is None for v in per_seed) else float(np.mean(per_seed)))
+        results[method] = out
+    config = {k: v for k, v in first["config"].items() if k != "seed"}
+    merged = {"task": first["task"], "metric": first["metric"], "seeds": [r["config"]["seed"] for r in reports],
+              "results": results, "summary": summarise(results), "config": config,
+              **{k: first[k] for k in MERGE_SAME[3:] if k in first},
+              "heldout_windows_per_seed": [r.get("heldout_windows") for r in reports],
+              "wall_s": float(sum(r.get("wall_s", 0.0) for r in reports)),
+              "wall_s_per_seed": [r.get("wall_s") for r in reports],
+              "final_checkpoints_per_seed": [r.get("final_checkpoints", {}) for r in reports],
+              "merged_from": names}  # fmt: skip
+    return merged
+
+
 def plot(report: dict[str, Any], path: Path) -> None:
-    """Task metric and held-out latent error vs minutes of experience, one line per method."""
+    """Task metric and held-out latent error vs minutes of experience, one line per method.
+
+    Error bars on the metric panel: the 95 % interval of each point (``metric_ci95``; reports written before
+    it was recorded have none). A merged report draws the latent, probe and reward errors as the mean over
+    seeds with bars from the smallest to the largest seed's value.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -375,14 +671,23 @@ def plot(report: dict[str, Any], path: Path) -> None:
             if zero.get(k, [None])[0] is not None]  # fmt: skip
     fig, axes = plt.subplots(1, len(keys), figsize=(4.5 * len(keys), 4))
     last = max(max(r["minutes"]) for r in report["results"].values())
-    for method, res in report["results"].items():
+    for j, (method, res) in enumerate(report["results"].items()):
+        dodge = (j - (len(report["results"]) - 1) / 2) * 0.006 * last  # bars of methods side by side, not on top
         flat = method.split("@")[0] == "zero_shot"
         xs = [0.0, last] if flat else res["minutes"]
         for ax, key in zip(axes, keys, strict=True):
             ys = [float("nan") if v is None else v for v in ([res[key][0]] * 2 if flat else res[key])]
-            ax.plot(xs, ys, "--" if flat else "-o", label=method)
-    axes[0].set_ylabel(report["metric"])
-    axes[1].set_ylabel("held-out latent error (MSE)")
+            line = ax.plot(xs, ys, "--" if flat else "-o", label=method)[0]
+            bars = _error_bars(res, key)
+            if bars is not None:
+                n = 1 if flat else len(res["minutes"])
+                ax.errorbar([x + dodge for x in xs[:n]], ys[:n], yerr=bars[:, :n], fmt="none", ecolor=line.get_color(),
+                            capsize=3, alpha=0.8)
+    seeds = report.get("seeds")
+    has_ci = any(res.get("metric_ci95") for res in report["results"].values())
+    axes[0].set_ylabel(report["metric"] + (f"\nmean, 95 % CI ({len(seeds)} seeds x episodes)" if seeds
+                                           else "\nmean, 95 % CI over episodes" if has_ci else ""))
+    axes[1].set_ylabel("held-out latent error (MSE)" + (f"\nmean, min-max of {len(seeds)} seeds" if seeds else ""))
     labels = {"probe_error": "held-out probe error (MSE, physical units)",
               "reward_error": "held-out reward-head error (MSE, normalised)",
               "reward_per_step": "true reward per step in evaluation (sim)"}  # fmt: skip
@@ -397,6 +702,22 @@ def plot(report: dict[str, Any], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)
     plt.close(fig)
+
+
+def _error_bars(res: dict[str, Any], key: str) -> np.ndarray | None:
+    """(2, points) distances below/above each point: the metric's CI, or the min/max over seeds of an error."""
+    if key == "metric" and res.get("metric_ci95"):
+        lows_highs = res["metric_ci95"]
+    elif key != "metric" and f"{key}_per_seed" in res:
+        lows_highs = [None if any(v is None for v in seeds) else [min(seeds), max(seeds)]
+                      for seeds in res[f"{key}_per_seed"]]  # fmt: skip
+    else:
+        return None
+    out = np.zeros((2, len(lows_highs)))
+    for i, (value, bounds) in enumerate(zip(res[key], lows_highs, strict=True)):
+        if value is not None and bounds is not None:
+            out[:, i] = [max(value - bounds[0], 0.0), max(bounds[1] - value, 0.0)]
+    return out
 
 
 def _task_keys_help(ns: argparse.Namespace) -> str:
@@ -440,9 +761,72 @@ def _parse(argv: list[str]) -> argparse.Namespace:
                         help="planner override (`--planner help` lists the keys)")
     parser.add_argument("--workdir", type=Path, help="where experience is stored (default: next to --json)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
+    parser.add_argument("--seeds", metavar="S1,S2,...",
+                        help="run the whole benchmark once per seed, one after the other in this process (experience "
+                             "in <workdir>/seed-S, each report in <workdir>/seed-S/report.json), then merge them "
+                             "into --json; on a few cores, run the seeds as separate processes and --merge instead")
+    parser.add_argument("--merge", nargs="+", type=Path, metavar="REPORT.json",
+                        help="merge finished reports of the same run that differ only in seed (--set seed=S) into "
+                             "--json (pooled means, 95 %% CIs over seeds and episodes, per-seed values); runs nothing "
+                             "and takes only --json and --plot")
     parser.add_argument("--json", type=Path, required=True, help="write the report here")
     parser.add_argument("--plot", type=Path, help="also draw the curves into this PNG")
     return parser.parse_args(argv)
+
+
+RUN_OPTIONS = {"task": "--task", "checkpoint": "--checkpoint", "minutes": "--minutes", "methods": "--methods",
+               "data": "--data", "compare": "--compare", "overrides": "--set", "env_set": "--env",
+               "planner_set": "--planner", "workdir": "--workdir", "seeds": "--seeds"}  # fmt: skip
+"""Options that configure a run (``--merge`` refuses them: it runs nothing)."""
+
+
+def parse_seeds(text: str | None, overrides: list[str]) -> tuple[int, ...] | None:
+    """``--seeds`` as distinct non-negative ints (None without it).
+
+    Raises:
+        UsageError: not a comma list of distinct integers >= 0, or given together with ``--set seed=``.
+    """
+    if text is None:
+        return None
+    try:
+        seeds = tuple(int(item) for item in text.split(",") if item.strip())
+    except ValueError:
+        raise UsageError(f"--seeds {text!r}: expected a comma list of integers, e.g. 0,1,2") from None
+    if not seeds or min(seeds) < 0 or len(set(seeds)) != len(seeds):
+        raise UsageError(f"--seeds {text!r}: expected distinct integers >= 0, e.g. 0,1,2")
+    if any(o.split("=", 1)[0].strip() == "seed" for o in overrides):
+        raise UsageError("--seeds and --set seed=... both set the seed; give one of them")
+    return seeds
+
+
+def load_merge_inputs(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[str]]:
+    """The reports ``--merge`` names, checked (``check_mergeable``) before anything is written.
+
+    Raises:
+        UsageError: a run option given with ``--merge``, a missing or unreadable file, ``--json`` naming an
+            input, or reports that cannot be merged (what differs is named).
+    """
+    defaults = vars(_parse(["--json", "x"]))
+    given = [flag for key, flag in RUN_OPTIONS.items() if getattr(args, key) != defaults[key]]
+    if given:
+        raise UsageError(f"--merge combines finished reports and takes only --json and --plot; drop {', '.join(given)}")
+    reports, names = [], []
+    for path in args.merge:
+        check_existing_path("--merge", path)
+        if path.resolve() == args.json.resolve():
+            raise UsageError(f"--json {str(args.json)!r} is also a --merge input; write the merged report elsewhere")
+        try:
+            reports.append(json.loads(path.read_text()))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise UsageError(f"--merge {str(path)!r} is not a readable JSON report ({exc})") from None
+        names.append(str(path))
+    if len(reports) < 2:
+        raise UsageError("--merge needs at least 2 reports (one per seed)")
+    try:
+        check_mergeable(reports, names)
+    except ValueError as exc:
+        raise UsageError(f"--merge: {exc}") from None
+    return reports, names
 
 
 def validate(args: argparse.Namespace) -> tuple[AdaptationConfig, tuple[str, ...], Path, Path]:
@@ -456,6 +840,7 @@ def validate(args: argparse.Namespace) -> tuple[AdaptationConfig, tuple[str, ...
     from simdist_core.sim.base import task_config
 
     check_positive("--threads", args.threads)
+    parse_seeds(args.seeds, args.overrides)
     methods = tuple(check_list("--methods", args.methods, METHOD_CHOICES))
     overrides = parse_overrides(args.overrides)
     overrides["task"], overrides["minutes"] = args.task, args.minutes
@@ -514,7 +899,11 @@ def rl_dataset(data: Path | None, checkpoint: Path) -> Path:
 def main(argv: list[str]) -> int:
     """Entry point of ``simdist bench adaptation``."""
     args = _parse(argv)
+    if args.merge:
+        reports, names = load_merge_inputs(args)
+        return _write(args, merge_reports(reports, names))
     cfg, methods, checkpoint, workdir = validate(args)
+    seeds = parse_seeds(args.seeds, args.overrides)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     torch.set_num_threads(args.threads)
     from simdist_core.checkpoint import load_for_cli
@@ -527,13 +916,36 @@ def main(argv: list[str]) -> int:
         compare[label], _ = load_for_cli(f"--compare {label}", path)
         if compare[label].spec.name != model.spec.name:
             raise UsageError(f"--compare {label}: a {compare[label].spec.name} checkpoint, not {model.spec.name}")
+    if seeds is None:
+        return _write(args, _run(args, cfg, methods, checkpoint, workdir, model, compare))
+    reports, names = [], []
+    for seed in seeds:
+        log.info("--seeds: seed %d (%d/%d)", seed, len(reports) + 1, len(seeds))
+        seed_dir = workdir / f"seed-{seed}"
+        report = _run(args, dataclasses.replace(cfg, seed=seed), methods, checkpoint, seed_dir, model, compare)
+        names.append(str(seed_dir / "report.json"))
+        Path(names[-1]).write_text(json.dumps(report, indent=1, default=_json_default))
+        reports.append(json.loads(Path(names[-1]).read_text()))  # as --merge reads it
+    return _write(args, merge_reports(reports, names))
+
+
+def _run(args: argparse.Namespace, cfg: AdaptationConfig, methods: tuple[str, ...], checkpoint: Path, workdir: Path,
+         model: torch.nn.Module, compare: dict[str, torch.nn.Module]) -> dict[str, Any]:  # fmt: skip
+    """One benchmark run (one seed) as its report."""
+    compare_paths = compare_checkpoints(args.compare)
     bench = Benchmark(model, cfg, workdir, parse_overrides(args.env_set), parse_overrides(args.planner_set),
-                      offline_data=args.data if any(m in RL_METHODS for m in methods) else None)
+                      offline_data=args.data if any(m in RL_METHODS for m in methods) else None,
+                      parents={"": checkpoint, **compare_paths})  # fmt: skip
     report = bench.run(methods, compare)
     report["checkpoint"] = str(checkpoint)
-    report["compare"] = {label: str(path) for label, path in compare_checkpoints(args.compare).items()}
+    report["compare"] = {label: str(path) for label, path in compare_paths.items()}
     if bench.offline_data is not None:
         report["rl_dataset"] = str(bench.offline_data)
+    return report
+
+
+def _write(args: argparse.Namespace, report: dict[str, Any]) -> int:
+    """Write the report (and plot), print its table; the exit status."""
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=1, default=_json_default))
     if args.plot:
@@ -543,16 +955,21 @@ def main(argv: list[str]) -> int:
 
 
 def _print_table(report: dict[str, Any]) -> None:
-    print(f"{'method':<24} {'minutes':>8} {report['metric']:>20} {'latent_error':>14} {'probe_error':>12} "
-          f"{'reward_error':>13} {'reward/step':>12}")  # fmt: skip
+    seeds = report.get("seeds")
+    if seeds:
+        print(f"seeds {', '.join(map(str, seeds))}: metric = mean over all their episodes, 95 % CI over seeds and "
+              f"episodes; errors = mean over seeds")
+    print(f"{'method':<24} {'minutes':>8} {report['metric']:>20} {'95% CI':>18} {'latent_error':>14} "
+          f"{'probe_error':>12} {'reward_error':>13} {'reward/step':>12}")  # fmt: skip
     for method, res in report["results"].items():
         nan = [float("nan")] * len(res["minutes"])
         cols = [[float("nan") if v is None else v for v in res.get(key, nan)]
                 for key in ("latent_error", "probe_error", "reward_error", "reward_per_step")]  # fmt: skip
-        rows = zip(res["minutes"], res["metric"], *cols, strict=True)
-        for m, v, e, p, r, g in rows:
-            print(f"{method:<24} {m:>8.2f} {v:>20.3f} {e:>14.5f} {p:>12.5f} {r:>13.5f} {g:>12.3f}")
-    print(f"wall time {report['wall_s']:.0f} s")
+        cis = [f"[{c[0]:.3f}, {c[1]:.3f}]" if c else "" for c in res.get("metric_ci95", [None] * len(res["minutes"]))]
+        rows = zip(res["minutes"], res["metric"], cis, *cols, strict=True)
+        for m, v, c, e, p, r, g in rows:
+            print(f"{method:<24} {m:>8.2f} {v:>20.3f} {c:>18} {e:>14.5f} {p:>12.5f} {r:>13.5f} {g:>12.3f}")
+    print(f"wall time {report['wall_s']:.0f} s" + (" (all seeds together)" if seeds else ""))
 
 
 def _json_default(value: object) -> object:

@@ -98,6 +98,108 @@ def ratio_of_ratios_ci(
     return float((a1.mean() / a0.mean()) / (b1.mean() / b0.mean())), float(low), float(high)
 
 
+def cluster_mean_ci(
+    clusters: Sequence[Sequence[float]], level: float = 0.95, seed: int = 0
+) -> tuple[float, float, float]:
+    """(mean, low, high): the mean over all episodes of all clusters (seeds) and its two-level bootstrap interval.
+
+    Why two levels: in ``simdist bench adaptation`` the episodes of one seed all evaluate the SAME finetuned
+    model (trained on that seed's experience), so they are not independent draws; the spread between seeds
+    (another run of the whole experiment) is part of the uncertainty. Resampling episodes alone would
+    understate it. Each resample draws the seeds with replacement, then, within each drawn seed, its
+    episodes with replacement, and takes the mean over all drawn episodes (the point estimate is the same
+    pooled mean). With one seed this is the ordinary episode bootstrap. Seeded: same inputs, same interval.
+
+    Raises:
+        ValueError: no clusters, an empty cluster, or a non-finite value.
+    """
+    values, sizes = _clusters(clusters, "clusters")
+    pick, mask = _cluster_draws(sizes, seed)
+    draws = (values[pick] * mask).sum(axis=(1, 2)) / mask.sum(axis=(1, 2))
+    low, high = np.quantile(draws, [(1 - level) / 2, (1 + level) / 2])
+    return float(np.nansum(values) / sizes.sum()), float(low), float(high)
+
+
+def paired_cluster_ratio_ci(
+    numerator: Sequence[Sequence[float]], denominator: Sequence[Sequence[float]], level: float = 0.95, seed: int = 0
+) -> tuple[float, float, float]:
+    """(ratio, low, high) of pooled ``mean(numerator) / mean(denominator)``, paired two-level bootstrap.
+
+    Both series hold, per seed, values of the SAME evaluation episodes (e.g. a method and zero-shot, or
+    two methods, each run on that seed's evaluation seeds), so each resample draws seeds, then episode
+    indices within each seed, and applies the same draw to both series (see :func:`cluster_mean_ci` for
+    why two levels). Resamples whose denominator mean is not positive are dropped.
+
+    Raises:
+        ValueError: cluster counts or sizes differ, empty or non-finite values, or ``mean(denominator) <= 0``.
+    """
+    num, den = _paired_cluster_means(numerator, denominator, seed)
+    if den[0] <= 0:
+        raise ValueError(f"paired_cluster_ratio_ci: mean of the denominator is {den[0]:g}; the ratio is undefined")
+    ok = den[1:] > 0
+    low, high = np.quantile(num[1:][ok] / den[1:][ok], [(1 - level) / 2, (1 + level) / 2])
+    return float(num[0] / den[0]), float(low), float(high)
+
+
+def paired_cluster_difference_ci(
+    a: Sequence[Sequence[float]], b: Sequence[Sequence[float]], level: float = 0.95, seed: int = 0
+) -> tuple[float, float, float]:
+    """(difference, low, high) of pooled ``mean(a) - mean(b)``, paired two-level bootstrap.
+
+    As :func:`paired_cluster_ratio_ci`, for metrics whose ratio is undefined (a negative zero-shot progress).
+
+    Raises:
+        ValueError: cluster counts or sizes differ, empty or non-finite values.
+    """
+    ma, mb = _paired_cluster_means(a, b, seed)
+    low, high = np.quantile(ma[1:] - mb[1:], [(1 - level) / 2, (1 + level) / 2])
+    return float(ma[0] - mb[0]), float(low), float(high)
+
+
+def _paired_cluster_means(
+    a: Sequence[Sequence[float]], b: Sequence[Sequence[float]], seed: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Pooled means of ``a`` and ``b`` (index 0) followed by their ``RESAMPLES`` paired two-level resamples."""
+    va, sa = _clusters(a, "a")
+    vb, sb = _clusters(b, "b")
+    if sa.shape != sb.shape or np.any(sa != sb):
+        raise ValueError(f"paired cluster bootstrap: cluster sizes differ: {sa.tolist()} vs {sb.tolist()}")
+    pick, mask = _cluster_draws(sa, seed)
+    count = mask.sum(axis=(1, 2))
+    out = []
+    for values in (va, vb):
+        draws = (np.nan_to_num(values[pick]) * mask).sum(axis=(1, 2)) / count
+        out.append(np.concatenate([[np.nansum(values) / sa.sum()], draws]))
+    return out[0], out[1]
+
+
+def _clusters(clusters: Sequence[Sequence[float]], name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Ragged clusters as a NaN-padded (clusters, max size) array and the sizes; checks every value."""
+    rows = [_finite(c, f"{name}[{i}]") for i, c in enumerate(clusters)]
+    if not rows:
+        raise ValueError(f"{name}: no clusters")
+    sizes = np.array([r.size for r in rows])
+    values = np.full((len(rows), int(sizes.max())), np.nan)
+    for i, r in enumerate(rows):
+        values[i, : r.size] = r
+    return values, sizes
+
+
+def _cluster_draws(sizes: np.ndarray, seed: int) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
+    """Index arrays of ``RESAMPLES`` two-level draws (seeds, then episodes within each) and their validity mask.
+
+    Returns ``(rows, cols), mask``: ``values[rows, cols]`` is (RESAMPLES, clusters, max size); ``mask`` is 1
+    where the slot holds a drawn episode (a drawn cluster of size n fills its first n slots).
+    """
+    rng = np.random.default_rng(seed)
+    k, width = sizes.size, int(sizes.max())
+    rows = rng.integers(0, k, (RESAMPLES, k))
+    n = sizes[rows][..., None]  # (R, k, 1)
+    cols = np.minimum((rng.random((RESAMPLES, k, width)) * n).astype(np.int64), n - 1)
+    mask = (np.arange(width)[None, None, :] < n).astype(np.float64)
+    return (rows[..., None], cols), mask
+
+
 def _finite(values: Sequence[float], name: str) -> np.ndarray:
     x = np.asarray(values, dtype=np.float64).reshape(-1)
     if x.size == 0:
