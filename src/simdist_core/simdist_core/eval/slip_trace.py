@@ -367,25 +367,30 @@ def plot(report: dict[str, Any], path: Path) -> None:
         ax = axes[1]
         for m in MODELS:
             ax.plot(t, e[m]["shortfall"], color=COLOURS[m], lw=1.4, label=f"predicted - actual, {m}")
-        ax.plot(t, e["actual"]["foot_slip_m"], color="0.5", ls="--", lw=1.2,
-                label="simulator foot slip in the window (4 feet)")  # fmt: skip
         ax.axhline(0.0, color="k", lw=0.6)
-        ax.set_title("slip: forward shortfall vs the model's prediction", fontsize=10)
+        ax.set_title("slip: forward shortfall against the model's prediction", fontsize=10)
         ax.set_xlabel("window start (s)")
-        ax.set_ylabel(f"metres per {horizon_s:g} s")
+        ax.set_ylabel(f"forward shortfall per {horizon_s:g} s (m)")
+        slip_ax = ax.twinx()  # the feet slide metres while the base falls short by centimetres: own scale
+        slip_ax.plot(t, e["actual"]["foot_slip_m"], color="0.5", ls="--", lw=1.2)
+        slip_ax.set_ylabel("dashed: sim foot slip, 4 feet (m)", color="0.4")
         ax.legend(fontsize=7)
     ax = axes[2]
     actual = _column(report["episodes"], "actual", "forward")
+    predicted = {m: _column(report["episodes"], m, "forward") for m in MODELS}
     for m in MODELS:
-        s = summary.get(m, {})
-        ax.scatter(actual, _column(report["episodes"], m, "forward"), s=8, alpha=0.5, color=COLOURS[m],
-                   label=f"{m}: MAE {s.get('forward_mae_m')} m, r {s.get('forward_corr')}")  # fmt: skip
+        stats = summary.get(m, {})
+        mae, r = stats.get("forward_mae_m"), stats.get("forward_corr")
+        ax.scatter(actual, predicted[m], s=8, alpha=0.5, color=COLOURS[m],
+                   label=f"{m}: MAE {'n/a' if mae is None else f'{100 * mae:.1f} cm'}, "
+                         f"r {'n/a' if r is None else f'{r:.2f}'}")  # fmt: skip
     if len(actual):
-        lo, hi = float(np.min(actual)), float(np.max(actual))
+        every = np.concatenate([actual, *predicted.values()])
+        lo, hi = float(np.min(every)), float(np.max(every))
         ax.plot([lo, hi], [lo, hi], color="k", lw=0.8, label="predicted = actual")
     ax.set_title(f"all {summary['windows']} windows, {len(report['episodes'])} episodes", fontsize=10)
     ax.set_xlabel(f"actual forward displacement per {horizon_s:g} s (m)")
-    ax.set_ylabel("predicted (probe integrated over the open-loop rollout) (m)")
+    ax.set_ylabel("predicted: probe integrated open loop (m)")
     ax.legend(fontsize=7)
     for ax in axes:
         ax.grid(alpha=0.3)
