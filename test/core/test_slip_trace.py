@@ -104,6 +104,7 @@ def test_actual_displacement_is_the_base_motion_in_the_start_heading_frame(recor
         assert actual["forward"][i] == pytest.approx(c * d[0] + s * d[1])
         assert actual["lateral"][i] == pytest.approx(-s * d[0] + c * d[1])
         assert np.hypot(actual["forward"][i], actual["lateral"][i]) == pytest.approx(np.linalg.norm(d))
+        assert actual["uphill"][i] == pytest.approx(d[0])  # world x: up the incline of the slope terrains
         assert actual["truth_integral_forward"][i] == pytest.approx(rec.probe[t + 1: t + horizon + 1, 0].sum() * dt)
         assert actual["foot_slip_m"][i] == pytest.approx(rec.foot_slip_m[t + horizon] - rec.foot_slip_m[t])
 
@@ -114,6 +115,9 @@ def test_the_same_model_before_and_after_scores_the_same(recorded):
     assert scored["before"] == scored["after"] and len(scored["t_s"]) == len(window_starts(14, 4, 2))
     shortfall = np.asarray(scored["before"]["forward"]) - np.asarray(scored["actual"]["forward"])
     np.testing.assert_allclose(scored["before"]["shortfall"], shortfall, rtol=1e-3, atol=1e-6)
+    yaw = rec.yaw[scored["start_step"]]  # the prediction, rotated from the heading frame at t to the world
+    uphill = np.cos(yaw) * scored["before"]["forward"] - np.sin(yaw) * np.asarray(scored["before"]["lateral"])
+    np.testing.assert_allclose(scored["before"]["uphill"], uphill, rtol=1e-3, atol=1e-6)
 
 
 def test_cli_writes_series_summary_and_plot(tmp_path):
@@ -132,7 +136,7 @@ def test_cli_writes_series_summary_and_plot(tmp_path):
     for episode in report["episodes"]:
         assert episode["steps"] == 20  # 0.4 s at 50 Hz
         assert episode["start_step"] == [0, 2, 4, 6, 8, 10, 12, 14]
-        for key in ("forward", "lateral", "foot_slip_m", "truth_integral_forward"):
+        for key in ("forward", "lateral", "uphill", "foot_slip_m", "truth_integral_forward"):
             assert len(episode["actual"][key]) == 8
         assert episode["before"] == episode["after"]  # one checkpoint on both sides
     summary = report["summary"]
@@ -191,10 +195,10 @@ def test_missing_checkpoint_exits_2(tmp_path, capsys):
 
 def _episode(seed, actual, before, after, slip):
     def side(forward):
-        return {"forward": forward, "lateral": [0.0] * len(forward),
+        return {"forward": forward, "lateral": [0.0] * len(forward), "uphill": forward,
                 "shortfall": list(np.asarray(forward) - np.asarray(actual))}
     return {"seed": seed, "t_s": [0.1 * i for i in range(len(actual))], "foot_slip_per_s": 1.0,
-            "actual": {"forward": actual, "lateral": [0.0] * len(actual), "foot_slip_m": slip,
+            "actual": {"forward": actual, "lateral": [0.0] * len(actual), "uphill": actual, "foot_slip_m": slip,
                        "truth_integral_forward": actual, "truth_integral_lateral": [0.0] * len(actual)},
             "before": side(before), "after": side(after)}
 
@@ -213,6 +217,7 @@ def test_summary_errors_bias_and_correlations(tmp_path):
     assert summary["after"]["forward_mae_m"] == pytest.approx(0.01)
     assert summary["after"]["forward_corr"] == pytest.approx(1.0)
     assert summary["after"]["horizontal_mae_m"] == pytest.approx(0.01)
+    assert summary["before"]["uphill_shortfall_mean_m"] == pytest.approx(0.125)  # heading straight up the slope
     assert summary["actual"]["truth_integral_forward_mae_m"] == 0.0
     report["summary"] = summary
     plot(report, tmp_path / "s.png")

@@ -16,6 +16,9 @@ actions actually executed (a_t .. a_{t+H-1}), decodes the probe of z_{t+1} .. z_
     actual displacement     d_act  = R(yaw_t)^T (p_{t+H} - p_t), horizontal  (metres, yaw frame at t)
 
 split into *forward* (the heading axis; up the slope when the robot walks straight up) and *lateral*.
+Because the robot may turn on the slope (the zero-shot Go2 turns sideways and slides down), both are
+also reported along *uphill*: the world +x axis, up the incline of the ``slope`` terrains (elsewhere
+simply world x); the prediction is rotated there by the heading at t.
 The same sum over the simulator's own probe targets (``truth_integral``) is stored too: it is what a
 perfect probe would predict, so its gap to ``d_act`` is the floor that integrating yaw-frame velocities
 (turning, sampling at 50 Hz) leaves; it is reported, not subtracted.
@@ -213,7 +216,8 @@ def actual_displacement(rec: Recording, starts: np.ndarray, horizon: int, dt_s: 
     """What happened over each window: base displacement in the yaw frame at t, the probe targets' integral, foot slip.
 
     Returns:
-        ``forward``/``lateral`` (N,): R(yaw_t)^T (p_{t+H} - p_t); ``truth_integral_forward``/``_lateral`` (N,):
+        ``forward``/``lateral`` (N,): R(yaw_t)^T (p_{t+H} - p_t); ``uphill`` (N,): world x of p_{t+H} - p_t
+        (up the incline of ``slope`` terrain); ``truth_integral_forward``/``_lateral`` (N,):
         sum of the simulator's probe targets at t+1 .. t+H times dt (what a perfect probe would predict);
         ``foot_slip_m`` (N,): the simulator's foot slip accumulated over the window.
     """
@@ -223,6 +227,7 @@ def actual_displacement(rec: Recording, starts: np.ndarray, horizon: int, dt_s: 
     integral = np.stack([rec.probe[t + 1: t + horizon + 1].sum(0) * dt_s for t in starts]) if len(starts) else \
         np.zeros((0, 3))  # fmt: skip
     return {"forward": c * delta[:, 0] + s * delta[:, 1], "lateral": -s * delta[:, 0] + c * delta[:, 1],
+            "uphill": delta[:, 0],
             "truth_integral_forward": integral[:, 0], "truth_integral_lateral": integral[:, 1],
             "foot_slip_m": rec.foot_slip_m[end] - rec.foot_slip_m[starts]}  # fmt: skip
 
@@ -238,9 +243,11 @@ def score_episode(models: dict[str, torch.nn.Module], rec: Recording, horizon: i
         "t_s": _sigs(starts * dt), "start_step": [int(t) for t in starts],
         "actual": {k: _sigs(v) for k, v in actual.items()},
     }  # fmt: skip
+    c, s = np.cos(rec.yaw[starts]), np.sin(rec.yaw[starts])
     for name, model in models.items():
         _, disp = predicted_displacement(model, rec, starts, horizon)
         out[name] = {"forward": _sigs(disp[:, 0]), "lateral": _sigs(disp[:, 1]),
+                     "uphill": _sigs(c * disp[:, 0] - s * disp[:, 1]),  # yaw frame at t -> world x
                      "shortfall": _sigs(disp[:, 0] - actual["forward"])}  # fmt: skip
     return out
 
@@ -266,7 +273,7 @@ def _column(episodes: list[dict[str, Any]], *keys: str) -> np.ndarray:
 def summarise(report: dict[str, Any]) -> dict[str, Any]:
     """Per model over all windows: MAE (forward, lateral, 2-D), mean shortfall, correlations; the actual side too."""
     eps = report["episodes"]
-    fwd, lat = _column(eps, "actual", "forward"), _column(eps, "actual", "lateral")
+    fwd, lat, up = (_column(eps, "actual", k) for k in ("forward", "lateral", "uphill"))
     slip = _column(eps, "actual", "foot_slip_m")
     tif, til = _column(eps, "actual", "truth_integral_forward"), _column(eps, "actual", "truth_integral_lateral")
     n = len(fwd)
@@ -274,19 +281,21 @@ def summarise(report: dict[str, Any]) -> dict[str, Any]:
     if n == 0:
         return out
     out["actual"] = {
-        "forward_mean_m": _sig(fwd.mean()), "lateral_mean_m": _sig(lat.mean()),
+        "forward_mean_m": _sig(fwd.mean()), "lateral_mean_m": _sig(lat.mean()), "uphill_mean_m": _sig(up.mean()),
         "foot_slip_mean_m": _sig(slip.mean()),
         "truth_integral_forward_mae_m": _sig(np.abs(tif - fwd).mean()),
         "truth_integral_horizontal_mae_m": _sig(np.hypot(tif - fwd, til - lat).mean()),
     }  # fmt: skip
     for name in MODELS:
-        pf, pl = _column(eps, name, "forward"), _column(eps, name, "lateral")
+        pf, pl, pu = (_column(eps, name, k) for k in ("forward", "lateral", "uphill"))
         short = pf - fwd
         out[name] = {
             "forward_mae_m": _sig(np.abs(short).mean()), "lateral_mae_m": _sig(np.abs(pl - lat).mean()),
             "horizontal_mae_m": _sig(np.hypot(short, pl - lat).mean()),
             "shortfall_mean_m": _sig(short.mean()), "predicted_forward_mean_m": _sig(pf.mean()),
             "forward_corr": _corr(pf, fwd), "shortfall_vs_foot_slip_corr": _corr(short, slip),
+            "uphill_mae_m": _sig(np.abs(pu - up).mean()), "uphill_shortfall_mean_m": _sig((pu - up).mean()),
+            "uphill_corr": _corr(pu, up),
         }  # fmt: skip
     return out
 
