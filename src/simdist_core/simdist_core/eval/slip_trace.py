@@ -32,8 +32,8 @@ stayed in contact, all four feet; ``Go2Env.metrics``), which no model predicts.
 
 Per model: mean absolute error of forward, lateral and horizontal (2-D norm) displacement, the mean
 shortfall (bias), the Pearson correlation of predicted vs actual forward displacement, and the
-correlation of the shortfall with the window's foot slip; the time trace of one episode (the one with
-the most foot slip per second) is plotted with a scatter over all windows.
+correlation of the shortfall with the window's foot slip; the time trace of one episode (the one whose
+feet slid furthest in all) is plotted with a scatter over all windows.
 
 Development command (a dynamics-only finetune of the shipped checkpoint on 2 minutes of PTFE experience;
 not the paper figure, which needs a better checkpoint)::
@@ -312,7 +312,7 @@ def collect(models: dict[str, torch.nn.Module], cfg: SlipTraceConfig, planner: A
 
     Returns:
         JSON-ready dict: task, config, control period, horizon, the ``episodes`` (series per window),
-        ``trace_episode`` (index of the episode with most foot slip per second, the one the figure traces).
+        ``trace_episode`` (index of the episode with the most foot slip, the one the figure traces).
     """
     from simdist_core.sim.base import make_env
 
@@ -328,7 +328,7 @@ def collect(models: dict[str, torch.nn.Module], cfg: SlipTraceConfig, planner: A
                  len(episodes[-1]["t_s"]), rec.metrics.get("forward_progress_m", float("nan")),
                  rec.foot_slip_m[-1])  # fmt: skip
     with_windows = [i for i, e in enumerate(episodes) if e["t_s"]]
-    trace = max(with_windows, key=lambda i: episodes[i]["foot_slip_per_s"] or 0.0) if with_windows else None
+    trace = max(with_windows, key=lambda i: episodes[i]["metrics"]["foot_slip_m"] or 0.0) if with_windows else None
     return {"task": cfg.task, "config": to_dict(cfg), "env_overrides": dict(env_overrides or {}),
             "control_dt_s": env.spec.control_dt, "horizon": horizon, "horizon_s": horizon * env.spec.control_dt,
             "seeds": [cfg.seed + i for i in range(cfg.episodes)], "episodes": episodes, "trace_episode": trace}
