@@ -35,11 +35,22 @@ shortfall (bias), the Pearson correlation of predicted vs actual forward displac
 correlation of the shortfall with the window's foot slip; the time trace of one episode (the one whose
 feet slid furthest in all) is plotted with a scatter over all windows.
 
-Development command (a dynamics-only finetune of the shipped checkpoint on 2 minutes of PTFE experience;
-not the paper figure, which needs a better checkpoint)::
+Development run (2026-12-01; not the paper figure, which waits for a better Go2 checkpoint): the shipped
+``checkpoints/go2`` against a dynamics-only finetune of it on 2 minutes of its own PTFE experience::
 
+    simdist bench adaptation --task go2/ptfe_slope --checkpoint checkpoints/go2 --minutes 0,2 \\
+        --methods dynamics_only --set eval_episodes=1 --json /tmp/slip_dev/a.json --workdir /tmp/slip_dev/w
+    simdist finetune --checkpoint checkpoints/go2 --data /tmp/slip_dev/w/dynamics_only --out /tmp/slip_dev/after
     simdist figure slip --task go2/ptfe_slope --before checkpoints/go2 --after /tmp/slip_dev/after \\
-        --episodes 3 --seconds 10 --json /tmp/slip_dev/slip.json --plot /tmp/slip_dev/slip.png
+        --episodes 10 --seconds 10 --json /tmp/slip_dev/slip.json --plot /tmp/slip_dev/slip.png
+
+249 windows (every zero-shot episode fell, after 1.2-7.8 s): forward MAE 12.4 -> 10.0 cm per 0.5 s, but
+the correlation with the actual displacement is negative for both (-0.48, -0.62): the finetuned model
+predicts about 0.13 m every window. Uphill (world x): MAE 14.8 -> 14.1 cm, correlation 0.18 -> 0.94, both
+predicting the base to climb 10-14 cm more than it did (it slid down 3.4 cm per window on average). The
+shipped checkpoint's probe reads its encoder latents well (one go2/flat episode: 6 cm/s mean error) but
+not its predicted ones (one step ahead: -0.05 m/s predicted against 0.69 m/s true, mean over the
+episode), so a figure made with it shows mostly the probe, not the dynamics.
 """
 
 from __future__ import annotations
