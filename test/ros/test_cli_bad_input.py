@@ -23,6 +23,7 @@ EVAL = ["eval", "--checkpoint", GO2, "--task", "go2/flat"]
 FINETUNE = ["finetune", "--checkpoint", GO2, "--data", "data", "--out", "out"]
 PRETRAIN = ["pretrain", "--data", "data", "--robot", "go2", "--out", "out"]
 ADAPT = ["bench", "adaptation", "--json", "adapt.json"]
+SLIP = ["figure", "slip", "--before", GO2, "--after", GO2, "--plot", "slip.png"]
 
 # (argv, text the one line must contain, the suggestion it must make or None)
 CASES = [
@@ -56,6 +57,10 @@ CASES = [
     ([*EVAL, "--preset", "cpus"], "'cpus'", "did you mean 'cpu'?"),
     ([*EVAL, "--episodes", "0"], "--episodes 0", None),
     (["eval", "--checkpoint", GO2, "--task", "ur5e/peg"], "'ur5e/peg' is a ur5e task", None),
+    # figure slip
+    ([*SLIP, "--horizon", "0"], "--horizon 0", None),
+    ([*SLIP[:5], UR5E, *SLIP[6:]], "the after model is for ur5e", None),
+    ([*SLIP, "--task", "go2/fom"], "'go2/fom'", "did you mean 'go2/foam'?"),
     # checkpoint
     (["checkpoint", "verfy", GO2], "'verfy'", "did you mean 'verify'?"),
     (["checkpoint", "verify", "nope"], "'nope' does not exist", None),

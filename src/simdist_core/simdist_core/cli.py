@@ -26,6 +26,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("bench parity", "simdist_ros.parity:main", "in-process eval vs the live ROS graph, same checkpoint and tasks"),
     ("bench graph", "simdist_ros.graph_bench:main", "live graph per executor: ticks kept, delay, CPU"),
     ("figure value", "simdist_core.eval.value_trace:main", "frozen value head along successful and failed episodes"),
+    ("figure slip", "simdist_core.eval.slip_trace:main", "predicted vs actual displacement (slip), before/after"),
     ("checkpoint", "simdist_core.checkpoint:main", "inspect / verify a checkpoint"),
     ("config show", "simdist_core.config_show:main", "every --set key of a task or command: type, default, meaning"),
     ("launch", "simdist_ros.launcher:main", "start the ROS 2 node graph without ros2launch (pip installs)"),
