@@ -47,6 +47,9 @@ class EvalConfig:
     action_delay: int = 0
     """Control periods from an observation to the step its action acts on (0 = none; what one late command
     in the live graph costs is measured with 1)."""
+    compensate_delay: bool = False
+    """Plan for the state the action will act on: the planner starts every candidate with the actions already in
+    flight (``MPPIPlanner.plan_latent``'s ``committed``), as the planner node does with its measured delay."""
 
     def __post_init__(self) -> None:
         if self.episodes < 1:
@@ -126,7 +129,8 @@ def evaluate(
     for i in range(cfg.episodes):
         hooks = recorder.hooks(env, cfg.seed + i) if recorder is not None and recorder.wants(i) else {}
         episodes.append(run_episode(env, planner, seed=cfg.seed + i, max_steps=max_steps,
-                                    action_delay=cfg.action_delay, **hooks))
+                                    action_delay=cfg.action_delay, compensate_delay=cfg.compensate_delay,
+                                    **hooks))
         log.info("episode %d/%d: %s", i + 1, cfg.episodes, episodes[-1].metrics)
     wall_s = time.perf_counter() - start
     summary = summarise(episodes)
@@ -137,6 +141,7 @@ def evaluate(
         "per_episode": [ep.metrics for ep in episodes],
         "planner": to_dict(planner.cfg), "preset": cfg.preset, "env_overrides": dict(env_overrides or {}),
         "action_delay": cfg.action_delay,
+        "compensate_delay": cfg.compensate_delay,
         "plan_ms_p50": summary["plan_ms_p50"], "plan_ms_p99": summary["plan_ms_p99"],
         "fallbacks": int(summary["fallbacks"]), "wall_s": wall_s, "sim_s": sim_s,
         "real_time_factor": sim_s / wall_s if wall_s > 0 else float("nan"), "torch_threads": torch.get_num_threads(),
@@ -172,6 +177,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=1000, help="first episode seed")
     parser.add_argument("--action-delay", type=int, default=0,
                         help="control periods from observation to the step its action acts on")
+    parser.add_argument("--compensate-delay", action="store_true",
+                        help="plan for the state the action will act on: every candidate starts with the actions "
+                             "already in flight (what the planner node does with the delay it measures)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
     parser.add_argument("--json", type=Path, help="write the report here")
     parser.add_argument("--video", type=Path, metavar="PATH.mp4",
@@ -223,7 +231,8 @@ def validate(args: argparse.Namespace) -> tuple[EvalConfig, dict[str, str], dict
     env_overrides, planner_overrides = parse_overrides(args.env_set), parse_overrides(args.planner_set)
     try:
         cfg = EvalConfig(task=args.task, episodes=args.episodes, seconds=args.seconds, seed=args.seed,
-                         preset=args.preset, action_delay=args.action_delay)
+                         preset=args.preset, action_delay=args.action_delay,
+                         compensate_delay=args.compensate_delay)
         task_config(args.task, env_overrides)  # task id, keys and values, without building the simulator
     except (KeyError, ValueError) as exc:
         raise UsageError(str(exc)) from None

@@ -71,6 +71,7 @@ def run_episode(
     on_plan: Callable[[Any], None] | None = None,
     device: str = "cpu",
     action_delay: int = 0,
+    compensate_delay: bool = False,
 ) -> EpisodeStats:
     """Run one planner-controlled episode.
 
@@ -89,6 +90,8 @@ def run_episode(
         action_delay: control periods between an observation and the step its action acts on (0: the
             action acts on the state it was planned from). A live graph whose command misses its step
             has delay 1; the steps before the first delayed action hold the default pose (zeros).
+        compensate_delay: pass the planner the ``action_delay`` actions already in flight (``committed``, oldest
+            first), so it plans the action for the state it will act on (``MPPIPlanner.plan_latent``).
 
     Returns:
         The episode's metrics, planner timings and fallback count.
@@ -108,7 +111,11 @@ def run_episode(
     for _ in range(max_steps):
         start = time.perf_counter()
         with torch.no_grad():
-            plan_out = planner.plan(history.model_input(device))
+            if compensate_delay and action_delay:
+                waiting = [np.zeros(env.spec.action_dim, np.float32)] * (action_delay - len(in_flight))
+                plan_out = planner.plan(history.model_input(device), committed=np.stack([*waiting, *in_flight]))
+            else:
+                plan_out = planner.plan(history.model_input(device))
             action, fallback = first_action(plan_out)
         stats.plan_ms.append(1e3 * (time.perf_counter() - start))
         if on_plan is not None:

@@ -197,16 +197,28 @@ class MPPIPlanner:
         """The fewest Gaussian samples this config allows (elites must fit into the candidate pool)."""
         return max(0, self.cfg.num_elites - self.cfg.num_pi_samples)
 
-    def plan(self, obs: dict[str, torch.Tensor]) -> PlanResult:
-        """Encode a batch-of-one model input (validated by ``encode``) and plan from it."""
+    def plan(self, obs: dict[str, torch.Tensor], committed: np.ndarray | None = None) -> PlanResult:
+        """Encode a batch-of-one model input (validated by ``encode``) and plan from it (see ``plan_latent``)."""
         with torch.inference_mode():
             latent = self.model.encode({k: v.to(self.device) for k, v in obs.items()})
-        return self.plan_latent(latent)
+        return self.plan_latent(latent, committed)
 
     @torch.inference_mode()
-    def plan_latent(self, latent: Latent) -> PlanResult:
-        """Plan from a latent (batch 1: z (1, D), context (1, S, W)) and return this tick's action."""
+    def plan_latent(self, latent: Latent, committed: np.ndarray | None = None) -> PlanResult:
+        """Plan from a latent (batch 1: z (1, D), context (1, S, W)) and return the action to execute.
+
+        ``committed`` (d, A): actions already sent that will act on the d steps from the observed state on,
+        before this plan's action can (a pipeline delay of d control periods). Every candidate starts with them,
+        so the search optimises what follows them and the returned action is the plan's step d: the model
+        predicts the state the action will really meet instead of the stale one it was planned from.
+        None or d = 0: no delay, step 0 (as the in-process evaluation).
+
+        Raises:
+            ValueError: ``committed`` is not (d, A) with d < horizon, or is non-finite.
+        """
         cfg, a_dim = self.cfg, self.model.spec.action_dim
+        fixed = self._committed(committed)
+        d = fixed.shape[0]
         latent = Latent(latent.z[:1].to(self.device), latent.context[:1].to(self.device))
         if not (torch.isfinite(latent.z).all() and torch.isfinite(latent.context).all()):
             return self._fallback("non-finite latent from the encoder")
@@ -215,12 +227,14 @@ class MPPIPlanner:
         if self._prev_mean is not None:
             mean[:-1] = self._prev_mean[1:]  # warm start: last tick's mean, shifted one step (last step repeated)
             mean[-1] = self._prev_mean[-1]
+        mean[:d] = fixed
         std = torch.full_like(mean, cfg.max_std)
         # Sample (once per tick): policy-prior candidates and the warm-start mean itself, so a good plan from
         # the last tick is never lost to sampling noise; their returns are reused by every iteration.
         # The prior's noise-free plan is computed once: it centres the prior candidates and the prior penalty.
         pi = self.model.pi(latent)[0, : cfg.horizon] if cfg.num_pi_samples or cfg.prior_weight else None
         prior = torch.cat([self._prior_candidates(pi), mean[None]])  # (Np + 1, H, A)
+        prior[:, :d] = fixed
         n_prior = prior.shape[0]
         prior_returns: torch.Tensor | None = None
         dropped = 0
@@ -228,6 +242,7 @@ class MPPIPlanner:
             # Sample: Gaussian candidates around the current mean, clipped to the action bounds.
             noise = torch.randn(cfg.num_samples, *mean.shape, device=self.device, generator=self.generator)
             candidates = torch.cat([prior, (mean + std * noise).clamp(-1.0, 1.0)])  # (N, H, A)
+            candidates[:, :d] = fixed
             # Roll out and score; non-finite returns can never be elites. The first iteration rolls the prior
             # candidates out in the same pass as its Gaussian ones (one model call's fixed cost instead of two:
             # 14.0 -> 11.2 ms for 9 + 32 candidates with the shipped Go2 model on a 2-core VM); later iterations
@@ -252,6 +267,7 @@ class MPPIPlanner:
             weights = torch.softmax(cfg.temperature * (elite_returns - elite_returns[0]), dim=0)[:, None, None]
             mean = (weights * elites).sum(0)  # (H, A)
             std = (weights * (elites - mean).pow(2)).sum(0).sqrt().clamp(cfg.min_std, cfg.max_std)
+            mean[:d] = fixed  # exactly (the weighted sum of equal rows only rounds to them)
 
         # Select: first action of the mean; keep the mean for the warm start; roll it out for visualisation.
         zs = self.model.predict(latent, mean[None])  # (1, H, D)
@@ -262,7 +278,7 @@ class MPPIPlanner:
         # The latents this tick already predicted for its last pool (the warm start is always in it).
         self._last_pool = (returns, pool_zs)
         return PlanResult(
-            action=mean[0].clamp(-1.0, 1.0).cpu().numpy().astype(np.float32),
+            action=mean[d].clamp(-1.0, 1.0).cpu().numpy().astype(np.float32),
             mean=mean.cpu().numpy(),
             latents=zs[0].cpu().numpy(),
             probe=self.model.decode_probe(zs[0]).cpu().numpy(),
@@ -290,6 +306,19 @@ class MPPIPlanner:
         pick = order[torch.linspace(0, finite - 1, k, device=self.device).round().long()]
         probes = self.model.decode_probe(zs[pick]).cpu().numpy().astype(np.float32)
         return probes, returns[pick].cpu().numpy().astype(np.float32)
+
+    def _committed(self, committed: np.ndarray | None) -> torch.Tensor:
+        """``committed`` as a (d, A) tensor on the planner's device ((0, A) for None), validated."""
+        a_dim = self.model.spec.action_dim
+        if committed is None:
+            return torch.zeros(0, a_dim, device=self.device)
+        fixed = torch.as_tensor(np.asarray(committed, np.float32), device=self.device)
+        if fixed.ndim != 2 or fixed.shape[1] != a_dim or fixed.shape[0] >= self.cfg.horizon:
+            raise ValueError(f"committed actions must be (d, {a_dim}) with d < horizon {self.cfg.horizon}, "
+                             f"got {tuple(fixed.shape)}")
+        if not torch.isfinite(fixed).all():
+            raise ValueError("committed actions must be finite")
+        return fixed.clamp(-1.0, 1.0)
 
     def _prior_candidates(self, pi: torch.Tensor | None) -> torch.Tensor:
         """(Np, H, A): the policy prior's plan ``pi`` (H, A), then noisy copies of it (clipped to [-1, 1])."""
