@@ -334,3 +334,35 @@ def test_plan_joint_targets_use_the_commands_conversion():
         np.testing.assert_array_equal(target, Go2LowLevel().targets(row))
     np.testing.assert_array_equal(plan_joint_targets("go2", np.zeros((3, 12)))[1], np.tile(DEFAULT_POSE_RAD, (3, 1)))
     assert plan_joint_targets("ur5e", np.zeros((25, 4))) is None  # a Cartesian tool step, not a joint target
+
+
+def test_committed_actions_start_every_candidate_and_the_plan_acts_after_them():
+    # One action is already in flight: the servo will move to z1 = (0 + c) / 2 before this plan's action acts,
+    # so the action to send is the one that reaches the goal from z1 (2 GOAL - z1), not from z0 (2 GOAL).
+    c = np.array([[0.2, 0.0]], np.float32)
+    z1 = 0.5 * torch.from_numpy(c[0])
+    result = MPPIPlanner(QuadraticModel(), planner_preset("reference"), seed=0).plan_latent(ORIGIN, committed=c)
+    np.testing.assert_array_equal(result.mean[0], c[0])
+    np.testing.assert_array_equal(result.action, result.mean[1])
+    assert np.abs(result.action - (2 * GOAL - z1).numpy()).max() < 0.2, result.action
+    with pytest.raises(ValueError, match="committed"):
+        MPPIPlanner(QuadraticModel(), planner_preset("cpu")).plan_latent(ORIGIN, committed=np.zeros((1, 3)))
+    with pytest.raises(ValueError, match="finite"):
+        MPPIPlanner(QuadraticModel(), planner_preset("cpu")).plan_latent(ORIGIN, committed=np.full((1, 2), np.nan))
+
+
+@pytest.mark.parametrize("delay", [1, 2])
+def test_compensating_a_delay_holds_the_servo_closer_to_the_goal(delay):
+    """The stand-in system run with its commands delayed: planning for the state they will act on does better."""
+
+    def run(compensate):
+        planner = MPPIPlanner(QuadraticModel(), planner_preset("reference"), seed=0)
+        z, in_flight, errors = torch.zeros(1, 2), [np.zeros(2, np.float32)] * delay, []
+        for _ in range(20):
+            committed = np.stack(in_flight) if compensate else None
+            in_flight.append(planner.plan_latent(Latent(z, z[:, None]), committed=committed).action)
+            z = 0.5 * (z + torch.from_numpy(in_flight.pop(0))[None])
+            errors.append(float((z - GOAL).abs().sum()))
+        return float(np.mean(errors))
+
+    assert run(compensate=True) < 0.8 * run(compensate=False)  # measured 0.74x (delay 1), 0.66x (delay 2)

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,9 @@ from simdist_ros.model_swap import ModelSwapper, build_planner, load_model
 from simdist_ros.params import P, TunableParams, declare_table
 from simdist_ros.runtime import TickStats, executor_counts, manifest_get, resolve_checkpoint, run_node, setup_torch
 from simdist_ros.sensors import PATH_FRAME
+
+MAX_COMPENSATED_DELAY = 4
+"""Longest pipeline delay (control periods) the planner plans around; beyond it the latent is nearly stale."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -95,6 +99,10 @@ class PlannerParams:
     """Frame of the rollout markers; empty = ``sensors.PATH_FRAME`` (Go2: yaw-aligned ``base_yaw``; UR5e: ``base``)."""
     torch_threads: int
     """torch intra-op threads (1 keeps the timer's jitter low on a shared CPU)."""
+    compensate_delay: bool
+    """Plan for the state the command will act on: estimate the delay d (periods from the observation to the step
+    the command will act on, from the latent's age and the plans' own duration) and start every candidate with the
+    last d commands sent, executing the plan's step d (``MPPIPlanner.plan_latent``'s ``committed``)."""
     plan_time_fraction: float
     """Share of the control period a plan may take; the Gaussian sample count steps down when the plans' p90
     exceeds it and back up (never above the preset's) when there is room (``deadline.SampleBudget``). 0 = fixed."""
@@ -128,6 +136,7 @@ ROWS = (
     P("diagnostics_period_s", 1.0, "Diagnostics period in seconds", lo=0.05, hi=60.0, read_only=True),
     P("frame_id", "", "Frame of the predicted rollout markers; empty = base_yaw (Go2), base (UR5e)"),
     P("torch_threads", 1, "torch intra-op threads", lo=1, hi=64, read_only=True),
+    P("compensate_delay", False, "Plan for the state the command will act on (measured delay, commands in flight)"),
     P("plan_time_fraction", 0.6, "Share of the control period a plan may take (fewer samples past it); 0 = fixed",
       lo=0.0, hi=1.0, read_only=True),
     P("update_dir", "", "Folder model updates load from (= finetuner output_dir); empty = accept no updates",
@@ -172,6 +181,9 @@ class PlannerNode(Node):
         self._last_latent_tick_ns: int | None = None  # ROS time of the last tick a latent started (watchdog)
         self._planned_obs_ns: int | None = None  # observation stamp the last plan answered
         self._episode_seen: float | None = None  # the encoder's episode counter on the last latent
+        self._sent: deque[np.ndarray] = deque(maxlen=MAX_COMPENSATED_DELAY)  # last commands published, oldest first
+        self._plan_ros_s = 0.0  # running mean of a plan's duration on the ROS clock (sim time under use_sim_time)
+        self._delay_counts = [0] * (MAX_COMPENSATED_DELAY + 1)  # ticks planned per compensated delay
         self._lock = threading.Lock()
         self.counts = dict.fromkeys(
             ("commands", "plans", "watchdog_ticks", "holds_no_latent", "holds_stale", "planner_errors",
@@ -225,6 +237,7 @@ class PlannerNode(Node):
             return
         if self._starts_episode(blocks) and self._tunable.current.reset_on_episode_start:
             self.planner.reset()  # a new episode: the last one's plan is no warm start for it
+            self._sent.clear()  # nor are its commands the ones the new episode's first steps will meet
             self._count("warm_start_resets")
         self._latest = (blocks, obs_t_ns)  # one reference assignment: the tick reads either old or new
         self._tick(obs_t_ns)
@@ -278,6 +291,7 @@ class PlannerNode(Node):
         answered = self._planned_obs_ns if result is not None else None
         self._cmd_pub.publish(msgs.make_command(action, answered) if answered is not None
                               else msgs.make_float64_array(action))
+        self._sent.append(np.asarray(action, np.float32))
         self._count("commands")
         if result is not None and visualise:  # after the command: the sampled rollouts cost one more prediction
             self._publish_plan(result, answered, params)
@@ -297,10 +311,14 @@ class PlannerNode(Node):
         try:
             from simdist_core.models import Latent
 
+            committed = self._committed(age_ns, params)
             t0 = time.perf_counter()
-            result = self.planner.plan_latent(Latent.from_numpy(blocks["z"], blocks["context"], self._device))
+            result = self.planner.plan_latent(Latent.from_numpy(blocks["z"], blocks["context"], self._device),
+                                              committed)  # fmt: skip
             if self.budget is not None:
                 self.planner.set_num_samples(self.budget.observe(time.perf_counter() - t0))
+            plan_ros_s = (self.get_clock().now().nanoseconds - now_ns) * 1e-9
+            self._plan_ros_s += 0.1 * (plan_ros_s - self._plan_ros_s)  # ~10-tick running mean
             action = np.asarray(_numpy(result.action), np.float64).reshape(-1)
         except Exception as exc:  # noqa: BLE001  (callback boundary: hold, log throttled, report; never die)
             self.get_logger().error(f"planner failed, holding: {exc}", throttle_duration_sec=1.0)
@@ -314,6 +332,21 @@ class PlannerNode(Node):
         self._last_hold_reason = ""
         self._count("plans")
         return np.clip(action, -1.0, 1.0), result
+
+    def _committed(self, age_ns: int, params: PlannerParams) -> np.ndarray | None:
+        """The commands already sent that will act before this tick's command can (None: no delay expected).
+
+        The command answers an observation ``age_ns`` old and will reach the robot after about one more plan:
+        it acts d = floor((age + plan) / period) steps after the state it was planned from, and the d steps in
+        between are driven by the last d commands sent (one per tick). Both are measured on the ROS clock, so
+        a lockstep simulator, which waits for each command, gives d = 0.
+        """
+        if not params.compensate_delay:
+            return None
+        d = int((age_ns * 1e-9 + self._plan_ros_s) / (self.period_ns * 1e-9))
+        d = max(0, min(d, len(self._sent), self.planner.cfg.horizon - 1))
+        self._delay_counts[d] += 1
+        return np.stack(list(self._sent)[len(self._sent) - d:]) if d else None
 
     def _hold_action(self, counter: str, reason: str) -> np.ndarray:
         self._count(counter)
@@ -361,6 +394,7 @@ class PlannerNode(Node):
             "input_age_s": self._latent_age_s,
             "control_hz": self.control_hz,
             "num_samples": self.planner.cfg.num_samples,
+            **{f"compensated_delay_{d}": n for d, n in enumerate(self._delay_counts)},
             **self._budget_values(),
             **counts,
             **executor_counts(),
