@@ -96,3 +96,27 @@ def test_the_graph_side_runs_at_the_asked_real_time_factor_on_the_same_seeds(mon
     assert seen["parameters"]["planner"] == {"reset_on_episode_start": False}
     assert (sim["seed"], sim["episode_seeds"], sim["overrides"]) == (1000, True, ["episode_length_s=10.0"])
     assert seen["args"].episodes == 1 and report["per_episode"][0]["seed"] == 1001
+
+
+def test_in_process_side_is_reused_only_from_the_same_run(tmp_path):
+    import argparse
+    import json
+
+    from simdist_core.cliargs import UsageError
+
+    local = {"per_episode": _episodes([1.0, 2.0], [0, 1]), "preset": "checkpoint"}
+    report = {"checkpoint": "/ck/go2", "episodes": 2, "seconds": 10.0, "seed": 1000,
+              "tasks": [{"task": "go2/foam", "in_process": local}]}
+    path = tmp_path / "earlier.json"
+    path.write_text(json.dumps(report))
+    args = argparse.Namespace(in_process_from=path, checkpoint="/ck/go2", episodes=2, seconds=10.0, seed=1000)
+    reused = parity.reused_in_process(args, "go2/foam")
+    assert reused["per_episode"] == local["per_episode"] and reused["reused_from"] == str(path)
+    for key, value in (("episodes", 3), ("seed", 7), ("checkpoint", "/other")):
+        with pytest.raises(UsageError, match=key):
+            parity.reused_in_process(argparse.Namespace(**{**vars(args), key: value}), "go2/foam")
+    with pytest.raises(UsageError, match="no in-process episodes of go2/flat"):
+        parity.reused_in_process(args, "go2/flat")
+    path.write_text("{not json")
+    with pytest.raises(UsageError, match="not a parity report"):
+        parity.reused_in_process(args, "go2/foam")

@@ -209,6 +209,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--checkpoint", type=Path, help="default: checkpoints/<robot> of the repository")
     p.add_argument("--output-dir", type=Path, help="default: runs/parity-<UTC time>")
     p.add_argument("--json", type=Path, help="write the report here")
+    p.add_argument("--in-process-from", type=Path, metavar="REPORT",
+                   help="take the in-process side from this earlier report of the same checkpoint, tasks, episodes, "
+                        "seconds and seed instead of running it again (it does not depend on graph settings)")
     p.add_argument("--before", type=Path, help="with --after: compare two parity reports, run nothing")
     p.add_argument("--after", type=Path, help="with --before: the report of the adapted checkpoint")
     ns = p.parse_args(argv)
@@ -236,6 +239,27 @@ def _parse(argv: list[str]) -> argparse.Namespace:
 
     ns.checkpoint = checkpoint_or_default(ns.checkpoint, ns.robot)
     return ns
+
+
+def reused_in_process(args: argparse.Namespace, task: str) -> dict[str, Any]:
+    """The in-process side of ``task`` from ``--in-process-from``, checked to be the run this one would make.
+
+    Raises:
+        UsageError: unreadable report, or another checkpoint, episode count, length, seed or task.
+    """
+    try:
+        report = json.loads(args.in_process_from.read_text())
+        rows = {r["task"]: r for r in report["tasks"]}
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UsageError(f"--in-process-from {str(args.in_process_from)!r}: not a parity report ({exc})") from None
+    mine = {"checkpoint": str(args.checkpoint), "episodes": args.episodes, "seconds": args.seconds, "seed": args.seed}
+    differ = [f"{k}: {report.get(k)!r} there, {v!r} here" for k, v in mine.items() if report.get(k) != v]
+    if task not in rows or "per_episode" not in rows[task].get("in_process", {}):
+        differ.append(f"no in-process episodes of {task}")
+    if differ:
+        raise UsageError(f"--in-process-from {str(args.in_process_from)!r} is another run: " + "; ".join(differ))
+    print(f"[parity] {task}: in-process side from {args.in_process_from}", flush=True)
+    return {**rows[task]["in_process"], "reused_from": str(args.in_process_from)}
 
 
 def format_table(rows: list[dict[str, Any]]) -> str:
@@ -285,7 +309,8 @@ def main(argv: list[str]) -> int:
     for task in args.tasks:
         print(f"[parity] {task}: in-process, seeds {args.seed + 1}..{args.seed + args.episodes}, "
               f"<= {args.seconds:g} s each", flush=True)
-        local = in_process(task, checkpoint, args.episodes, args.seconds, args.seed + 1)
+        local = (reused_in_process(args, task) if args.in_process_from
+                 else in_process(task, checkpoint, args.episodes, args.seconds, args.seed + 1))
         print(f"[parity] {task}: through the ROS graph at rtf {args.rtf:g}, the same seeds", flush=True)
         # Free-running, the graph's timing depends on what else runs on the machine: record it with the result.
         load_start = os.getloadavg()[0]

@@ -136,7 +136,7 @@ ROWS = (
     P("diagnostics_period_s", 1.0, "Diagnostics period in seconds", lo=0.05, hi=60.0, read_only=True),
     P("frame_id", "", "Frame of the predicted rollout markers; empty = base_yaw (Go2), base (UR5e)"),
     P("torch_threads", 1, "torch intra-op threads", lo=1, hi=64, read_only=True),
-    P("compensate_delay", False, "Plan for the state the command will act on (measured delay, commands in flight)"),
+    P("compensate_delay", True, "Plan for the state the command will act on (measured delay, commands in flight)"),
     P("plan_time_fraction", 0.6, "Share of the control period a plan may take (fewer samples past it); 0 = fixed",
       lo=0.0, hi=1.0, read_only=True),
     P("update_dir", "", "Folder model updates load from (= finetuner output_dir); empty = accept no updates",
