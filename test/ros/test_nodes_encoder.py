@@ -114,6 +114,8 @@ def test_encoder_node_publishes_latents_and_drops_bad_input(tmp_path):
         # marked latent still sees the episode change.
         episodes = [float(msgs.latent_to_arrays(m)[0]["episode"][0]) for m in latents]
         assert episodes[0] == 1.0 and episodes == list(np.cumsum(flags)), (episodes, flags)
+        # This driver does not stamp its executed commands: the delay they had is unknown (-1), never made up.
+        assert {float(msgs.latent_to_arrays(m)[0]["applied_delay"][0]) for m in latents} == {-1.0}
 
         # 2. NaN joint velocities, then 3. a 20x15 height map: dropped, counted, never encoded.
         for kind in ("nan", "shape"):

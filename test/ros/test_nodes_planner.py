@@ -103,6 +103,14 @@ def test_planner_node_plans_holds_and_hot_swaps(tmp_path):
         assert obs.spin_until(lambda: _int(diags, "warm_start_resets") == 2, 30.0, on_spin=episode_feed)
         obs.spin_until(lambda: False, 1.0, on_spin=episode_feed)
         assert _int(diags, "warm_start_resets") == 2
+        # Latents that say the robot's steps had one period of delay: the planner plans around it (the last
+        # command sent starts every candidate) and counts those ticks.
+        def send_delayed():
+            latent_pub.publish(msgs.make_latent({"z": z, "context": ctx, "episode": np.array([7.0]),
+                                                 "applied_delay": np.ones(1)}, obs.node.get_clock().now().nanoseconds))
+        delayed_feed = every(1.0 / HZ, send_delayed)
+        assert obs.spin_until(lambda: _int(diags, "compensated_delay_1") >= 5, 30.0, on_spin=delayed_feed)
+        assert _int(diags, "warm_start_resets") == 2  # same episode
         # The planner reports the Gaussian sample count it plans with (the configured 16 at most).
         assert 0 <= _int(diags, "num_samples") <= 16
 

@@ -9,7 +9,9 @@ Graph role (topics relative, see ``simdist_ros.topics``):
     out  ``latent`` (Float32MultiArray, qos.LATENT: ``z[D]`` + ``context[S,W]`` + ``episode_start[1]`` (1 on the
          first latent of an episode, when the history restarted) + ``episode[1]`` (how many episodes this node
          has started, so a planner that missed the first latent of one, which the keep-last-1 latent QoS allows
-         when it plans slower than the control rate, still sees it start) + the observation stamp),
+         when it plans slower than the control rate, still sees it start) + ``applied_delay[1]`` (control periods
+         from the observation the command executed in the last step answered to the state it acted on, from the
+         stamp the robot puts on ``executed_command``; -1 unknown) + the observation stamp),
          ``/diagnostics``
 
 Design choice: the full context (S x W floats, 51 x 64 = 13 KB for the reference Go2 model) is published
@@ -163,6 +165,7 @@ class EncoderNode(Node):
         self._latest: dict[str, Any] = {}
         self._command = np.asarray(params.default_command[: self.spec.command_dim], np.float32)
         self._executed: np.ndarray = np.zeros(self.spec.action_dim, np.float32)
+        self._executed_stamp_ns: int | None = None  # the observation the executed command answered, if stamped
         self._last_obs_ns: int | None = None
         self._bundle_stamp: Any = None  # stamp of the last bundle that triggered a tick
         self._tracker = EpisodeTracker(EpisodeConfig.for_rate(self.control_hz, joint_jump_rad=params.reset_jump_rad,
@@ -235,6 +238,7 @@ class EncoderNode(Node):
     def _on_executed(self, msg: Float64MultiArray) -> None:
         try:
             self._executed = np.clip(msgs.command_to_array(msg, self.spec.action_dim), -1.0, 1.0)
+            self._executed_stamp_ns = msgs.command_stamp_ns(msg)
         except msgs.MessageError as exc:
             self._skip_log("bad_executed_command", str(exc))
 
@@ -287,11 +291,23 @@ class EncoderNode(Node):
         # episode_start tells the planner to drop its warm start, as the in-process evaluation does at every reset.
         start = np.array([float(restart)], np.float32)
         episode = np.array([self._episodes], np.float32)  # exact up to 2**24 episodes
-        blocks = {"z": z, "context": context, "episode_start": start, "episode": episode}
+        blocks = {"z": z, "context": context, "episode_start": start, "episode": episode,
+                  "applied_delay": np.array([self._applied_delay(obs_t_ns)], np.float32)}
         self._latent_pub.publish(msgs.make_latent(blocks, obs_t_ns))
         self.counts["latents"] += 1
         self._last_skip, self._last_skip_kind = "", ""
         self.stats.stop()
+
+    def _applied_delay(self, obs_t_ns: int) -> float:
+        """Control periods between the observation the last executed command answered and the state it acted on.
+
+        The step that ended at ``obs_t_ns`` started one period earlier; a command answering that state had delay 0.
+        -1 when unknown (an unstamped command: a hold, a teleop tool, a driver that does not stamp).
+        """
+        stamp = self._executed_stamp_ns
+        if stamp is None or stamp > obs_t_ns:
+            return -1.0
+        return float(max(0, round((obs_t_ns - self.period_ns - stamp) / self.period_ns)))
 
     def _encode(self) -> Any:  # noqa: ANN401  (simdist_core.models.Latent)
         try:

@@ -175,6 +175,7 @@ class SimRobotNode(Node):
         self._diag_pub = self.create_publisher(msgs.DiagnosticArray, topics.DIAGNOSTICS, qos.RELIABLE)
         self.create_subscription(Float64MultiArray, topics.COMMAND, self._on_command, qos.DRIVER_COMMAND)
         self._estop_reason = ""
+        self._applied_stamp_ns: int | None = None  # observation stamp of the command applied in the last step
         self.create_subscription(Bool, topics.ESTOP, self._on_estop, 10)
         self.create_service(Trigger, "estop", lambda _req, resp: self._estop_service(resp, latch=True))
         self.create_service(Trigger, "reset_estop", lambda _req, resp: self._estop_service(resp, latch=False))
@@ -237,6 +238,7 @@ class SimRobotNode(Node):
 
         The simulated e-stop holds the default pose: the env's low-level controller has no damping mode.
         """
+        self._applied_stamp_ns = None  # the observation the applied command answers (None: hold or unstamped)
         if self._estop_reason:
             self._count("estop_holds")
             return np.zeros(self.spec.action_dim)
@@ -252,6 +254,7 @@ class SimRobotNode(Node):
             self.get_logger().info("command watchdog: fresh commands, following them")
         self._watchdog_active = False
         self._count_timing(latest)
+        self._applied_stamp_ns = latest[2]
         action = latest[0]
         clipped = np.clip(action, -1.0, 1.0)
         if not np.array_equal(clipped, action):
@@ -348,7 +351,10 @@ class SimRobotNode(Node):
         result = self.env.step(action)
         self.sim_ns += self.dt_ns
         self._count("steps")
-        self._exec_pub.publish(msgs.make_float64_array(action))  # before the sensors: it precedes them
+        # Before the sensors (it precedes them), stamped with the observation it answered: the encoder tells the
+        # planner the delay each step really had, which the planner plans around (``compensate_delay``).
+        stamp = self._applied_stamp_ns
+        self._exec_pub.publish(msgs.make_float64_array(action) if stamp is None else msgs.make_command(action, stamp))
         self._publish_state(self._sensors(result.obs))
         if result.terminated or result.truncated:
             params = self._tunable.current
