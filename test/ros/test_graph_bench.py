@@ -55,3 +55,19 @@ def test_parameters_for_a_node_the_graph_does_not_start_are_a_clear_error(capsys
     code = graph_bench.main(["--no-adapt", "--set", "finetuner.cpu_duty=0.5", "--output-dir", str(tmp_path)])
     assert code == 2
     assert "parameters for nodes ['finetuner'] that this graph does not start" in capsys.readouterr().err
+
+
+def test_an_episode_window_opens_only_once_the_robot_has_reported():
+    """The window's robot figures are differences of diagnostics snapshots: without a first report, none exist."""
+    import argparse
+    from types import SimpleNamespace
+
+    from simdist_ros import graph_bench
+
+    monitor = SimpleNamespace(episodes={0: {}}, diagnostics={}, sim_time_s=1.0)
+    (_, warm_up), (_, window) = graph_bench._phases(argparse.Namespace(episodes=2), monitor)
+    assert not warm_up()  # episode 0 ended (a fall) before the robot's first diagnostics
+    monitor.diagnostics["sim_robot"] = {"steps": "60"}
+    assert warm_up() and not window()
+    monitor.episodes.update({1: {}, 2: {}})
+    assert window()

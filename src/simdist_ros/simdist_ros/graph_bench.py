@@ -244,7 +244,10 @@ def _phases(args: argparse.Namespace, monitor: Monitor) -> list[tuple[str, Any]]
     so a comparison can use exactly the same episodes as an in-process evaluation.
     """
     if args.episodes:
-        return [("warm-up", lambda: 0 in monitor.episodes),
+        # The window's robot counters are differences of two diagnostics snapshots: the robot must have reported
+        # once before the window opens (episode 0 can end by a fall before its first diagnostics; the robot-side
+        # figures of such a run were all missing).
+        return [("warm-up", lambda: 0 in monitor.episodes and "sim_robot" in monitor.diagnostics),
                 ("window", lambda: all(k in monitor.episodes for k in range(1, args.episodes + 1)))]
     return [("warm-up", lambda: monitor.sim_time_s >= args.warmup_s),
             ("window", lambda: monitor.sim_time_s >= args.warmup_s + args.seconds)]
