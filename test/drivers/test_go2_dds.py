@@ -197,10 +197,13 @@ def test_handler_exception_and_bad_crc_do_not_stop_reception(sim):
     try:
         assert _wait(lambda: bridge.stats["states"] >= 50)
         assert bridge.stats["handler_errors"] == 5
-        sim.corrupt_next_states(3)
+        # The SDK's reader keeps only the newest LowState (the SDK's default QoS), so a slow machine skips some of
+        # the 500 Hz stream: on a 2-vCPU VM all 3 of 3 corrupted samples were skipped (crc_errors 0). Corrupt
+        # enough that some arrive; every one that arrives is counted and dropped, and reception goes on.
+        sim.corrupt_next_states(50)
         n = bridge.stats["states"]
-        assert _wait(lambda: bridge.stats["states"] >= n + 50)
-        assert bridge.stats["crc_errors"] == 3
+        assert _wait(lambda: bridge.stats["crc_errors"] >= 1 and bridge.stats["states"] >= n + 50)
+        assert 1 <= bridge.stats["crc_errors"] <= 50
         assert bridge.stats["handler_errors"] == 5
     finally:
         bridge.close()
