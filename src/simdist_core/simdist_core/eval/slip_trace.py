@@ -490,12 +490,6 @@ def validate(args: argparse.Namespace) -> tuple[SlipTraceConfig, dict[str, str],
     return cfg, env_overrides, planner_overrides
 
 
-def _git_commit() -> str:
-    from simdist_core.training.common import git_describe
-
-    return git_describe()
-
-
 @cli_main("simdist figure slip")
 def main(argv: list[str]) -> int:
     """Entry point of ``simdist figure slip``; returns 0, 1 (no episode lasted a horizon) or 2 (bad input)."""
@@ -513,7 +507,9 @@ def main(argv: list[str]) -> int:
         planner = make_planner(models["before"], loaded["before"][1], cfg.preset, planner_overrides, cfg.seed)
     except (KeyError, ValueError) as exc:
         raise UsageError(str(exc).strip("'\"")) from None
-    commit = _git_commit()  # before the run: files edited while it runs must not mark it dirty
+    from simdist_core.training.common import git_describe
+
+    commit = git_describe()  # before the run: files edited while it runs must not mark it dirty
     report = collect(models, cfg, planner, env_overrides=env_overrides)
     report.update(command="simdist figure slip " + " ".join(argv), git_commit=commit,
                   checkpoints={m: str(getattr(args, m)) for m in MODELS}, planner=to_dict(planner.cfg),

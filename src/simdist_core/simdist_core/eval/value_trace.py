@@ -334,12 +334,6 @@ def validate(args: argparse.Namespace) -> tuple[ValueTraceConfig, dict[str, str]
     return cfg, env_overrides, planner_overrides
 
 
-def _git_commit() -> str:
-    from simdist_core.training.common import git_describe
-
-    return git_describe()
-
-
 @cli_main("simdist figure value")
 def main(argv: list[str]) -> int:
     """Entry point of ``simdist figure value``; returns the process exit code."""
@@ -359,7 +353,9 @@ def main(argv: list[str]) -> int:
         planner = make_planner(model, manifest, cfg.preset, planner_overrides, cfg.seed)
     except (KeyError, ValueError) as exc:
         raise UsageError(str(exc).strip("'\"")) from None
-    commit = _git_commit()  # before the run: files edited while it runs must not mark it dirty
+    from simdist_core.training.common import git_describe
+
+    commit = git_describe()  # before the run: files edited while it runs must not mark it dirty
     report = collect(model, cfg, planner=planner, env_overrides=env_overrides)
     report.update(checkpoint=str(args.checkpoint), git_commit=commit, planner=to_dict(planner.cfg),
                   summary=summarise(report))  # fmt: skip
