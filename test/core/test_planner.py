@@ -182,6 +182,27 @@ def test_plan_from_observation_shapes_and_bounds():
     assert result.probe.shape == (h, 3) and np.isfinite(result.value)
 
 
+def test_skipping_the_mean_rollout_changes_no_plan_and_it_can_be_predicted_afterwards():
+    """``predict_mean=False`` (the planner node's tick): same actions tick after tick; ``predict_last_mean`` then
+    gives exactly what the plan would have carried."""
+    obs = random_model_input(GO2)
+    full, lean = _small_planner(seed=3)[0], _small_planner(seed=3)[0]
+    with pytest.raises(RuntimeError, match="no plan"):
+        lean.predict_last_mean()
+    for _ in range(3):
+        a, b = full.plan(obs), lean.plan(obs, predict_mean=False)
+        np.testing.assert_array_equal(a.action, b.action)
+        np.testing.assert_array_equal(a.mean, b.mean)
+        assert b.latents is None and b.probe is None and np.isnan(b.value)
+        latents, probe, value = lean.predict_last_mean()
+        np.testing.assert_array_equal(latents, a.latents)
+        np.testing.assert_array_equal(probe, a.probe)
+        assert value == a.value
+    lean.reset()
+    with pytest.raises(RuntimeError, match="no plan"):
+        lean.predict_last_mean()
+
+
 def test_partly_non_finite_scores_are_dropped_not_executed():
     nan_if = lambda actions: actions[:, 0, 0] > 0.0  # noqa: E731  candidates that push +x first are NaN
     planner = MPPIPlanner(QuadraticModel(nan_reward_if=nan_if), planner_preset("reference"), seed=0)
@@ -295,7 +316,7 @@ def test_bench_command_writes_its_json(tmp_path, capsys):
     out = tmp_path / "bench.json"
     assert bench.main(["--preset", "cpu", "--ticks", "2", "--json", str(out)]) == 0
     record = json.loads(out.read_text())
-    for key in ("preset", "device", "horizon", "samples", "iterations", "p50_ms", "p99_ms", "ticks",
+    for key in ("preset", "device", "horizon", "samples", "iterations", "p50_ms", "p99_ms", "node_tick_p99_ms", "ticks",
                 "multistep_ms", "autoregressive_ms", "torch_threads", "machine"):
         assert key in record
     assert record["ticks"] == 2 and record["p99_ms"] >= record["p50_ms"] > 0

@@ -319,8 +319,9 @@ class PlannerNode(Node):
 
             committed = self._committed(age_ns, params)
             t0 = time.perf_counter()
+            # The mean's predicted rollout is only drawn: it is made after the command is out (``_publish_plan``).
             result = self.planner.plan_latent(Latent.from_numpy(blocks["z"], blocks["context"], self._device),
-                                              committed)  # fmt: skip
+                                              committed, predict_mean=False)  # fmt: skip
             if self.budget is not None:
                 self.planner.set_num_samples(self.budget.observe(time.perf_counter() - t0))
             plan_ros_s = (self.get_clock().now().nanoseconds - now_ns) * 1e-9
@@ -375,7 +376,7 @@ class PlannerNode(Node):
         when the sampled rollouts still re-predicted their latents it cost the 2-core graph, with nobody
         watching, 90.2 % of steps with a fresh command and delay 0 on 69.8 %, against 93.0 % and 82.5 % with
         ``num_rollouts`` 0 (``bench_results/graph_go2_flat_num_rollouts.json``). They now decode the latents
-        the plan already predicted.
+        the plan already predicted, and the plan's own rollout is predicted here, after the command, not in the tick.
         """
         dt_s = 1.0 / self.control_hz
         if self._plan_pub.get_subscription_count() > 0:
@@ -384,7 +385,8 @@ class PlannerNode(Node):
             self._plan_pub.publish(msgs.make_plan(positions, names, dt_s, t_ns))
         if self._marker_pub.get_subscription_count() == 0:
             return
-        probe = np.asarray(_numpy(result.probe), np.float64).reshape(-1, 3)
+        probe = result.probe if result.probe is not None else self.planner.predict_last_mean()[1]
+        probe = np.asarray(_numpy(probe), np.float64).reshape(-1, 3)
         rollout_probes, rollout_returns = self.planner.sampled_rollouts(params.num_rollouts)
         paths = [msgs.probe_to_positions(p, self.spec.probe, dt_s)
                  for p in (probe, *np.asarray(rollout_probes, np.float64))]  # fmt: skip

@@ -102,6 +102,8 @@ def run_bench(
         planner.plan_latent(latent)
     wall, cpu = _time_wall_and_cpu_ms(lambda: planner.plan_latent(latent), dev, ticks)
     tick_ms, tick_cpu_ms = np.array(wall), np.array(cpu)
+    # The planner node's tick: the mean's own rollout is predicted after the command, only to be drawn.
+    node_ms = np.array(_time_wall_and_cpu_ms(lambda: planner.plan_latent(latent, predict_mean=False), dev, ticks)[0])
 
     # One H-step rollout of the same candidate batch, multi-step transformer vs autoregressive MLP.
     n = cfg.num_samples + cfg.num_pi_samples
@@ -131,6 +133,8 @@ def run_bench(
         "p50_ms": float(np.percentile(tick_ms, 50)),
         "p99_ms": float(np.percentile(tick_ms, 99)),
         "max_ms": float(tick_ms.max()),
+        "node_tick_p50_ms": float(np.percentile(node_ms, 50)),
+        "node_tick_p99_ms": float(np.percentile(node_ms, 99)),
         "cpu_time_p50_ms": float(np.percentile(tick_cpu_ms, 50)),
         "cpu_time_p99_ms": float(np.percentile(tick_cpu_ms, 99)),
         "encode_ms": float(np.median(encode_ms)),
