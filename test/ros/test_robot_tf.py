@@ -39,3 +39,44 @@ def test_frame_transforms_survive_serialisation():
         r, p = got.transform.rotation, got.transform.translation
         np.testing.assert_allclose([p.x, p.y, p.z], want.translation)
         np.testing.assert_allclose([r.w, r.x, r.y, r.z], want.quat_wxyz)
+
+
+@pytest.mark.skipif(not tf_available(), reason="tf2_msgs not importable (scripts/gen_tf2_msgs.py)")
+def test_tf_is_built_only_while_someone_subscribes():
+    """Without a /tf subscriber ``publish`` computes nothing; once one is matched every sample reaches it."""
+    import time
+
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.node import Node
+    from simdist_ros.robot_tf import TF_QOS, RobotTf
+
+    from simdist_ros import topics
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        node = Node("tf_on_demand", namespace="/tf_on_demand_test", context=context)
+        robot_tf = RobotTf(node, "go2")
+        built = []
+        joint_transforms = robot_tf.frames.joint_transforms
+        robot_tf.frames.joint_transforms = lambda q: built.append(1) or joint_transforms(q)
+        q = np.zeros(12)
+        robot_tf.publish(1, q, (np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0])))
+        assert built == [], "no subscriber: nothing built"
+        got = []
+        node.create_subscription(TFMessage, topics.TF, got.append, TF_QOS)
+        executor = SingleThreadedExecutor(context=context)
+        executor.add_node(node)
+        deadline = time.monotonic() + 10.0
+        while robot_tf._tf.get_subscription_count() == 0 and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.05)
+        for k in range(3):
+            robot_tf.publish(2 + k, q, (np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0])))
+        while len(got) < 3 and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.05)
+        assert len(built) == 3 and [msgs.stamp_to_ns(m.transforms[0].header.stamp) for m in got] == [2, 3, 4]
+        executor.shutdown()
+        node.destroy_node()
+    finally:
+        rclpy.shutdown(context=context)
