@@ -114,3 +114,16 @@ def test_fixed_seed_evaluation_video_shows_both_models_side_by_side_and_changes_
 def test_demo_video_needs_the_fixed_episode_evaluation(capsys):
     assert demo.main(["--video", "--eval-episodes", "0"]) == 2
     assert "--eval-episodes 0 skips" in capsys.readouterr().err
+
+
+def test_loop_health_warns_when_the_machine_did_not_keep_the_loop():
+    """The verdict comes from the robot's and the planner's last diagnostics; a slow run gets advice."""
+    slow = demo.loop_health({"steps": "1000", "fresh_command_steps": "640", "achieved_real_time_factor": "0.96"},
+                            {"ticks": "640", "missed_ticks": "360"}, rtf=1.0)
+    assert slow["verdict"] == "not kept" and slow["fresh_command_share"] == 0.64
+    assert slow["planner_ticks_kept"] == 0.64 and "--rtf 0.5" in slow["advice"]
+    fine = demo.loop_health({"steps": "1000", "fresh_command_steps": "990"}, {"ticks": "995", "missed_ticks": "5"},
+                            rtf=1.0)
+    assert fine["verdict"] == "kept" and fine["advice"] == ""
+    unknown = demo.loop_health({}, {"ticks": "garbage"}, rtf=1.0)
+    assert unknown["verdict"] == "unknown" and unknown["planner_ticks_kept"] is None and unknown["advice"] == ""

@@ -230,6 +230,36 @@ EVAL_FIRST_SEED = 1001
 """First seed of the fixed evaluation episodes (the parity benchmark's seeds, so the figures compare)."""
 
 
+LOOP_KEPT = 0.95
+"""Share of the robot's steps that must get a fresh command for a run to count as the loop keeping up."""
+
+
+def loop_health(robot: dict[str, str], planner: dict[str, str], rtf: float) -> dict[str, Any]:
+    """Did the control loop keep up? From the last diagnostics of the simulated robot and the planner.
+
+    A machine too slow for the graph still runs it, but its robot acts on late or repeated commands and falls
+    for reasons the model has nothing to do with (a 2-core VM whose planner needs ~20 ms gave 64 % of planner
+    ticks with the adaptation nodes running); the demo then says so instead of letting the figures speak.
+    """
+    def num(values: dict[str, str], key: str) -> float | None:
+        try:
+            return float(values[key])
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    steps, fresh = num(robot, "steps"), num(robot, "fresh_command_steps")
+    ticks, missed = num(planner, "ticks"), num(planner, "missed_ticks")
+    fresh_share = fresh / steps if steps and fresh is not None else None
+    kept = ticks / (ticks + missed) if ticks is not None and missed is not None and ticks + missed > 0 else None
+    verdict = "unknown" if fresh_share is None else "kept" if fresh_share >= LOOP_KEPT else "not kept"
+    advice = "" if verdict != "not kept" else (
+        f"the control loop did not keep up on this machine: {100 * fresh_share:.1f} % of the robot's steps got a "
+        f"fresh command (planner ticks kept: {'?' if kept is None else f'{100 * kept:.1f} %'}); the figures above "
+        f"measure the machine as much as the model; try --rtf {max(0.1, round(rtf / 2, 2)):g}")
+    return {"fresh_command_share": fresh_share, "planner_ticks_kept": kept,
+            "achieved_rtf": num(robot, "achieved_real_time_factor"), "verdict": verdict, "advice": advice}
+
+
 def fixed_seed_evaluation(task: str, shipped: Path, adapted: Path, episodes: int, seconds: float,
                           video: Path | None = None, video_cfg: Any = None) -> dict[str, Any]:  # noqa: ANN401
     """The shipped and the adapted checkpoint on the same fixed episodes, in-process; adapted / shipped [95 % CI].
@@ -397,9 +427,11 @@ def main(argv: list[str]) -> int:
                "lockstep": args.lockstep, "adapt": not args.no_adapt, "sim_time_s": prog.sim_time_s,
                "progress_total": prog.total, "unit": demo["unit"], "adaptation": phases, "swaps": prog.swaps,
                "planner": prog.planner, "finetuner": prog.finetuner, "robot_diagnostics": prog.robot,
-               "exit_codes": codes}
+               "exit_codes": codes, "loop": loop_health(prog.robot, prog.planner, args.rtf)}
     print(_line(prog, demo["unit"]))
     print(_phase_lines(phases, demo["unit"], len(prog.swaps)))
+    if summary["loop"]["advice"]:
+        print(f"simdist demo: WARNING: {summary['loop']['advice']}", flush=True)
     adapted = _last_adapted(out, prog)
     if args.eval_episodes and adapted is not None and not failed:
         print(f"simdist demo: evaluating the shipped and the adapted model ({adapted.name}) on "
