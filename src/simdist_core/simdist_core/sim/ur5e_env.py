@@ -193,8 +193,21 @@ class UR5eTaskConfig:
             raise ValueError(f"thread needs {need=} m of hole but scene.hole_depth_m={self.scene.hole_depth_m}")
 
 
+HOLE_REACH_HEIGHT_M = 0.005
+"""The tip counts as at the hole when over its footprint and at most this far above the fixture top."""
+ENTRY_DEPTH_M = 0.002
+"""A peg counts as entered once its tip is this deep in the hole (more than contact compliance allows on top)."""
+
+
 class UR5eInsertEnv:
-    """Peg insertion / table-leg threading on the simulated UR5e (``RobotEnv`` protocol)."""
+    """Peg insertion / table-leg threading on the simulated UR5e (``RobotEnv`` protocol).
+
+    Besides success, ``metrics`` reports how far an episode got, as a funnel (each 0 or 1; their means over
+    episodes say where episodes fail): ``reached_hole`` (the tip over the hole's footprint, at most
+    ``HOLE_REACH_HEIGHT_M`` above the fixture top), ``aligned_at_hole`` (there with a yaw that fits the square
+    peg into the hole; the table leg is round: = reached), ``entered_hole`` (peg: ``ENTRY_DEPTH_M`` deep; table
+    leg: engaged in the thread). A failed episode stopped at the first stage it did not reach.
+    """
 
     spec = UR5E
 
@@ -205,6 +218,10 @@ class UR5eInsertEnv:
         self.model, self.data = self.sim.model, self.sim.data
         self.part_geom = self.model.geom("part_geom").id
         self.hole_half_m = cfg.scene.part_half_width_m + cfg.scene.clearance_m / 2
+        # Largest yaw error at which the square peg still fits: a (cos t + sin t) = hole half-width b.
+        ratio = self.hole_half_m / (cfg.scene.part_half_width_m * math.sqrt(2.0))
+        self.yaw_fit_rad = math.asin(min(1.0, ratio)) - math.pi / 4
+        self._funnel = {"reached_hole": False, "aligned_at_hole": False, "entered_hole": False}
         self.max_steps = round(cfg.episode_s * UR5E.control_hz)
         self._apply_shift(cfg.shift)
         self._rng = np.random.default_rng()
@@ -256,6 +273,7 @@ class UR5eInsertEnv:
         self._prev_yaw = self.sim.lowlevel.measured(self.data)[1]
         self._success = False
         self._max_depth_m = 0.0
+        self._funnel = dict.fromkeys(self._funnel, False)
         return self._obs()
 
     def _solve_start(self, pos_m: np.ndarray, dyaw_rad: float) -> np.ndarray:
@@ -289,6 +307,7 @@ class UR5eInsertEnv:
         state = self._state()
         self._update_thread(state)
         self._success = self._success or self._is_success(state)
+        self._update_funnel(state)
         terms = self._reward_terms(state)
         obs = self._obs()
         truncated = self.steps >= self.max_steps and not self._success
@@ -313,6 +332,20 @@ class UR5eInsertEnv:
         return {"rel_x_m": float(rel[0]), "rel_y_m": float(rel[1]), "rel_z_m": float(rel[2]), "yaw_err_rad": yaw_err,
                 "lateral_m": float(np.hypot(rel[0], rel[1])), "depth_m": float(depth), "yaw_rad": float(yaw),
                 "contact_force_n": self._part_contact_force()}
+
+    def _update_funnel(self, state: dict[str, float]) -> None:
+        """How far the episode got (see the class docstring); stages only ever switch on."""
+        over = max(abs(state["rel_x_m"]), abs(state["rel_y_m"])) <= self.hole_half_m + 1e-3
+        at_hole = over and state["rel_z_m"] <= HOLE_REACH_HEIGHT_M
+        fits = self.cfg.task != "peg" or abs(state["yaw_err_rad"]) <= self.yaw_fit_rad
+        if self.cfg.task == "peg":
+            entered = state["depth_m"] >= ENTRY_DEPTH_M
+        else:
+            entered = state["depth_m"] >= self.cfg.thread.engage_depth_m - self.cfg.thread.slip_tol_m
+        f = self._funnel
+        f["reached_hole"] |= at_hole or entered
+        f["aligned_at_hole"] |= (at_hole and fits) or entered
+        f["entered_hole"] |= entered
 
     def _part_contact_force(self) -> float:
         """Sum of contact force magnitudes (N) on the part."""
@@ -434,10 +467,14 @@ class UR5eInsertEnv:
         }
 
     def metrics(self) -> dict[str, float]:
-        """Episode metrics: success (bool), insertion_depth_m (deepest so far), duration_s, thread_turns."""
+        """Episode metrics: success, insertion_depth_m (deepest so far), duration_s, thread_turns, funnel.
+
+        The funnel: stages reached, 0 or 1 each (see the class docstring).
+        """
         return {"success": bool(self._success), "insertion_depth_m": float(self._max_depth_m),
                 "duration_s": self.steps * UR5E.control_dt,
-                "thread_turns": self.thread_progress_rad / (2 * math.pi)}
+                "thread_turns": self.thread_progress_rad / (2 * math.pi),
+                **{k: float(v or self._success) for k, v in self._funnel.items()}}
 
     def close(self) -> None:
         """Release the renderer."""
