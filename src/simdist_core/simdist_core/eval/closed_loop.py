@@ -271,10 +271,11 @@ def main(argv: list[str]) -> int:
           + f"; plan p50 {report['plan_ms_p50']:.1f} ms p99 {report['plan_ms_p99']:.1f} ms, "
           f"fallbacks {report['fallbacks']}; {report['sim_s']:.1f} sim s in {report['wall_s']:.1f} s wall "
           f"(x{report['real_time_factor']:.2f} real time)")  # fmt: skip
-    if "reached_hole" in report:  # UR5e: where the failed episodes stopped
-        print(f"{cfg.task}: reached the hole {report['reached_hole']:.0%}, aligned there "
-              f"{report['aligned_at_hole']:.0%}, entered {report['entered_hole']:.0%}, "
-              f"succeeded {report['success']:.0%} of episodes")
+    funnel = report["summary"]
+    if "reached_hole" in funnel:  # UR5e: where the failed episodes stopped
+        print(f"{cfg.task}: of the episodes, {funnel['reached_hole']:.0%} reached the hole, "
+              f"{funnel['aligned_at_hole']:.0%} were aligned there, {funnel['entered_hole']:.0%} entered it, "
+              f"{funnel['success']:.0%} succeeded")
     if recorder is not None:
         beside = (_record_beside(args.video_beside, cfg, video, env_overrides, planner_overrides)
                   if args.video_beside else None)

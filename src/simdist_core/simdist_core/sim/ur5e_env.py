@@ -195,6 +195,8 @@ class UR5eTaskConfig:
 
 HOLE_REACH_HEIGHT_M = 0.005
 """The tip counts as at the hole when over its footprint and at most this far above the fixture top."""
+FIT_TOLERANCE_M = 0.0005
+"""A pose at the hole counts as aligned when the peg's outline is at most this far outside the hole's."""
 ENTRY_DEPTH_M = 0.002
 """A peg counts as entered once its tip is this deep in the hole (more than contact compliance allows on top)."""
 
@@ -204,9 +206,10 @@ class UR5eInsertEnv:
 
     Besides success, ``metrics`` reports how far an episode got, as a funnel (each 0 or 1; their means over
     episodes say where episodes fail): ``reached_hole`` (the tip over the hole's footprint, at most
-    ``HOLE_REACH_HEIGHT_M`` above the fixture top), ``aligned_at_hole`` (there with a yaw that fits the square
-    peg into the hole; the table leg is round: = reached), ``entered_hole`` (peg: ``ENTRY_DEPTH_M`` deep; table
-    leg: engaged in the thread). A failed episode stopped at the first stage it did not reach.
+    ``HOLE_REACH_HEIGHT_M`` above the fixture top), ``aligned_at_hole`` (there with an offset and a yaw at which
+    the square peg's outline lies inside the hole's, to ``FIT_TOLERANCE_M``; the round table leg: offset only),
+    ``entered_hole`` (peg: ``ENTRY_DEPTH_M`` deep; table leg: engaged in the thread). A failed episode stopped
+    at the first stage it did not reach.
     """
 
     spec = UR5E
@@ -218,9 +221,6 @@ class UR5eInsertEnv:
         self.model, self.data = self.sim.model, self.sim.data
         self.part_geom = self.model.geom("part_geom").id
         self.hole_half_m = cfg.scene.part_half_width_m + cfg.scene.clearance_m / 2
-        # Largest yaw error at which the square peg still fits: a (cos t + sin t) = hole half-width b.
-        ratio = self.hole_half_m / (cfg.scene.part_half_width_m * math.sqrt(2.0))
-        self.yaw_fit_rad = math.asin(min(1.0, ratio)) - math.pi / 4
         self._funnel = {"reached_hole": False, "aligned_at_hole": False, "entered_hole": False}
         self.max_steps = round(cfg.episode_s * UR5E.control_hz)
         self._apply_shift(cfg.shift)
@@ -335,9 +335,9 @@ class UR5eInsertEnv:
 
     def _update_funnel(self, state: dict[str, float]) -> None:
         """How far the episode got (see the class docstring); stages only ever switch on."""
-        over = max(abs(state["rel_x_m"]), abs(state["rel_y_m"])) <= self.hole_half_m + 1e-3
-        at_hole = over and state["rel_z_m"] <= HOLE_REACH_HEIGHT_M
-        fits = self.cfg.task != "peg" or abs(state["yaw_err_rad"]) <= self.yaw_fit_rad
+        offset = max(abs(state["rel_x_m"]), abs(state["rel_y_m"]))
+        at_hole = offset <= self.hole_half_m + 1e-3 and state["rel_z_m"] <= HOLE_REACH_HEIGHT_M
+        fits = self.outline_excess_m(offset, state["yaw_err_rad"]) <= FIT_TOLERANCE_M
         if self.cfg.task == "peg":
             entered = state["depth_m"] >= ENTRY_DEPTH_M
         else:
@@ -346,6 +346,16 @@ class UR5eInsertEnv:
         f["reached_hole"] |= at_hole or entered
         f["aligned_at_hole"] |= (at_hole and fits) or entered
         f["entered_hole"] |= entered
+
+    def outline_excess_m(self, offset_m: float, yaw_err_rad: float) -> float:
+        """How far the part's outline reaches beyond the hole's (<= 0: it fits), axis-aligned bound.
+
+        ``offset_m``: the larger of the tip's x and y offsets from the hole axis, fixture frame. A square peg
+        of half-width a turned by t spans a (|cos t| + |sin t|) from its axis; the round leg spans a.
+        """
+        a = self.cfg.scene.part_half_width_m
+        span = a * (abs(math.cos(yaw_err_rad)) + abs(math.sin(yaw_err_rad))) if self.cfg.task == "peg" else a
+        return offset_m + span - self.hole_half_m
 
     def _part_contact_force(self) -> float:
         """Sum of contact force magnitudes (N) on the part."""
