@@ -195,8 +195,6 @@ class UR5eTaskConfig:
 
 HOLE_REACH_HEIGHT_M = 0.005
 """The tip counts as at the hole when over its footprint and at most this far above the fixture top."""
-FIT_TOLERANCE_M = 0.0005
-"""A pose at the hole counts as aligned when the peg's outline is at most this far outside the hole's."""
 ENTRY_DEPTH_M = 0.002
 """A peg counts as entered once its tip is this deep in the hole (more than contact compliance allows on top)."""
 
@@ -207,7 +205,7 @@ class UR5eInsertEnv:
     Besides success, ``metrics`` reports how far an episode got, as a funnel (each 0 or 1; their means over
     episodes say where episodes fail): ``reached_hole`` (the tip over the hole's footprint, at most
     ``HOLE_REACH_HEIGHT_M`` above the fixture top), ``aligned_at_hole`` (there with an offset and a yaw at which
-    the square peg's outline lies inside the hole's, to ``FIT_TOLERANCE_M``; the round table leg: offset only),
+    the square peg's outline lies inside the hole's; the round table leg: offset only),
     ``entered_hole`` (peg: ``ENTRY_DEPTH_M`` deep; table leg: engaged in the thread). A failed episode stopped
     at the first stage it did not reach.
     """
@@ -337,7 +335,7 @@ class UR5eInsertEnv:
         """How far the episode got (see the class docstring); stages only ever switch on."""
         offset = max(abs(state["rel_x_m"]), abs(state["rel_y_m"]))
         at_hole = offset <= self.hole_half_m + 1e-3 and state["rel_z_m"] <= HOLE_REACH_HEIGHT_M
-        fits = self.outline_excess_m(offset, state["yaw_err_rad"]) <= FIT_TOLERANCE_M
+        fits = self.outline_excess_m(offset, state["yaw_err_rad"]) <= 0.0
         if self.cfg.task == "peg":
             entered = state["depth_m"] >= ENTRY_DEPTH_M
         else:
