@@ -120,3 +120,15 @@ def test_in_process_side_is_reused_only_from_the_same_run(tmp_path):
     path.write_text("{not json")
     with pytest.raises(UsageError, match="not a parity report"):
         parity.reused_in_process(args, "go2/foam")
+
+
+def test_in_process_side_plans_with_the_planner_the_graph_deploys():
+    """The parameter file's preset and overrides (UR5e: ``prior``), then ``--set planner.*``; bad pairs refused."""
+    assert parity.deployed_planner("ur5e") == ("prior", {})
+    assert parity.deployed_planner("go2") == ("auto", {})
+    preset, overrides = parity.deployed_planner(
+        "go2", ["planner.planner_preset=cpu", "planner.planner_overrides=[num_samples=16, max_std=0.3]",
+                "encoder.stale_ticks=4"])
+    assert preset == "cpu" and overrides == {"num_samples": "16", "max_std": "0.3"}
+    with pytest.raises(parity.UsageError, match="key=value"):
+        parity.deployed_planner("go2", ["planner.planner_overrides=[num_samples]"])

@@ -50,23 +50,57 @@ EPISODE_LENGTH_KEY = {"go2": "episode_length_s", "ur5e": "episode_s"}
 """Env config key of the episode length: the graph's episodes end where the evaluation's do."""
 
 
+def deployed_planner(robot: str, sets: list[str] | tuple[str, ...] = ()) -> tuple[str, dict[str, str]]:
+    """The planner config the graph's planner node runs: preset name and ``key=value`` overrides.
+
+    ``planner_preset`` and ``planner_overrides`` of the robot's parameter file, then ``--set planner.NAME=VALUE``
+    pairs; ``auto`` is left for the caller to resolve with the checkpoint, as the node does.
+
+    Why: the UR5e graph deploys the ``prior`` preset (its YAML says why) while the checkpoint stores an MPPI
+    budget; an in-process side that took the checkpoint's config compared two different planners.
+
+    Raises:
+        UsageError: a ``planner_overrides`` entry that is not ``key=value``.
+    """
+    import yaml
+
+    from simdist_ros.graph import load_graph
+    from simdist_ros.soak import node_overrides
+
+    data = yaml.safe_load(load_graph(robot).params_file_path().read_text()) or {}
+    values = {**((data.get("/**") or {}).get("ros__parameters") or {}),
+              **((data.get("planner") or {}).get("ros__parameters") or {})}  # fmt: skip
+    values.update(node_overrides(list(sets), 1.0).get("planner", {}))
+    overrides = {}
+    for pair in values.get("planner_overrides") or ():
+        key, sep, value = str(pair).partition("=")
+        if not sep or not key:
+            raise UsageError(f"planner_overrides entry {pair!r} is not key=value")
+        overrides[key.strip()] = value.strip()
+    return str(values.get("planner_preset", "auto")), overrides
+
+
 def in_process(task: str, checkpoint: Path, episodes: int, seconds: float, first_seed: int,
-               recorder: Any = None) -> dict[str, Any]:  # noqa: ANN401  (core EpisodeRecorder)
-    """``simdist eval`` of the deployed planner config on seeds ``first_seed ..``; per-episode results.
+               recorder: Any = None, sets: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:  # noqa: ANN401
+    """``simdist eval`` of the deployed planner config (:func:`deployed_planner`) on seeds ``first_seed ..``.
 
     ``recorder`` (``simdist_core.eval.video.EpisodeRecorder``) records episodes for a video, results unchanged.
+    Returns the per-episode results and the planner config used.
     """
     from simdist_core.checkpoint import load_checkpoint
     from simdist_core.eval.closed_loop import EvalConfig, evaluate
 
     model, manifest = load_checkpoint(checkpoint)
-    preset = "checkpoint" if isinstance(getattr(manifest, "planner_config", None), dict) else "cpu"
+    preset, overrides = deployed_planner(model.spec.name, sets)
+    if preset == "auto":  # as the planner node resolves it
+        preset = "checkpoint" if isinstance(getattr(manifest, "planner_config", None), dict) else "cpu"
     result = evaluate(model, EvalConfig(task=task, episodes=episodes, seconds=seconds, seed=first_seed,
-                                        preset=preset), manifest=manifest, recorder=recorder)  # fmt: skip
+                                        preset=preset), manifest=manifest, planner_overrides=overrides,
+                      recorder=recorder)  # fmt: skip
     per_episode = [{"seed": first_seed + i, **m} for i, m in enumerate(result["per_episode"])]
-    return {"preset": preset, "sim_s": result["sim_s"], "wall_s": round(result["wall_s"], 1),
-            "plan_ms_p50": result["plan_ms_p50"], "plan_ms_p99": result["plan_ms_p99"],
-            "per_episode": per_episode}  # fmt: skip
+    return {"preset": preset, "planner_overrides": overrides, "sim_s": result["sim_s"],
+            "wall_s": round(result["wall_s"], 1), "plan_ms_p50": result["plan_ms_p50"],
+            "plan_ms_p99": result["plan_ms_p99"], "per_episode": per_episode}  # fmt: skip
 
 
 def through_graph(args: argparse.Namespace, task: str, checkpoint: Path, out: Path) -> dict[str, Any]:
@@ -310,7 +344,7 @@ def main(argv: list[str]) -> int:
         print(f"[parity] {task}: in-process, seeds {args.seed + 1}..{args.seed + args.episodes}, "
               f"<= {args.seconds:g} s each", flush=True)
         local = (reused_in_process(args, task) if args.in_process_from
-                 else in_process(task, checkpoint, args.episodes, args.seconds, args.seed + 1))
+                 else in_process(task, checkpoint, args.episodes, args.seconds, args.seed + 1, sets=args.set))
         print(f"[parity] {task}: through the ROS graph at rtf {args.rtf:g}, the same seeds", flush=True)
         # Free-running, the graph's timing depends on what else runs on the machine: record it with the result.
         load_start = os.getloadavg()[0]
