@@ -110,11 +110,11 @@ def test_peg_success_only_when_fully_in(depth_m, lateral_m, success):
 
 @pytest.mark.parametrize(
     ("depth_m", "lateral_m", "yaw_offset_rad", "funnel"),
-    [(-0.03, 0.0, 0.0, (0, 0, 0)),  # above the hole, not down at it
-     (-0.002, 0.0, 0.0, (1, 1, 0)),  # at the hole top, centred, yaw fits
-     (-0.002, 0.0, 0.2, (1, 0, 0)),  # at the hole top, yaw 0.2 rad off (the peg fits within ~0.05)
-     (-0.002, 0.004, 0.0, (1, 0, 0)),  # at the hole top, 4 mm off centre (0.5 mm clearance each side)
-     (0.006, 0.0, 0.0, (1, 1, 1))],  # 6 mm in, not yet the 20 mm of a success
+    [(-0.03, 0.0, 0.0, (0, 0, 0, 0)),  # above the hole, not down at it
+     (-0.002, 0.0, 0.0, (1, 1, 1, 0)),  # at the hole top, centred, yaw fits
+     (-0.002, 0.0, 0.2, (1, 1, 0, 0)),  # at the hole top, centred, yaw 0.2 rad off (the peg fits within ~0.05)
+     (-0.002, 0.004, 0.0, (1, 0, 0, 0)),  # at the hole top, 4 mm off centre (0.5 mm clearance each side)
+     (0.006, 0.0, 0.0, (1, 1, 1, 1))],  # 6 mm in, not yet the 20 mm of a success
 )
 def test_peg_funnel_says_how_far_an_episode_got(depth_m, lateral_m, yaw_offset_rad, funnel):
     env = _make()
@@ -125,7 +125,8 @@ def test_peg_funnel_says_how_far_an_episode_got(depth_m, lateral_m, yaw_offset_r
     env.sim.set_fixture(env.fixture_pos, env.fixture_yaw)
     env.step(np.zeros(4))
     m = env.metrics()
-    assert (m["reached_hole"], m["aligned_at_hole"], m["entered_hole"]) == funnel and not m["success"]
+    stages = (m["reached_hole"], m["centred_at_hole"], m["aligned_at_hole"], m["entered_hole"])
+    assert stages == funnel and not m["success"]
     # 10 mm half-width peg, 1 mm clearance: centred it fits up to ~0.05 rad (3 degrees) of yaw error
     assert env.outline_excess_m(0.0, 0.045) < 0 < env.outline_excess_m(0.0, 0.06)
     env.reset(seed=1)

@@ -274,8 +274,8 @@ def main(argv: list[str]) -> int:
     funnel = report["summary"]
     if "reached_hole" in funnel:  # UR5e: where the failed episodes stopped
         print(f"{cfg.task}: of the episodes, {funnel['reached_hole']:.0%} reached the hole, "
-              f"{funnel['aligned_at_hole']:.0%} were aligned there, {funnel['entered_hole']:.0%} entered it, "
-              f"{funnel['success']:.0%} succeeded")
+              f"{funnel['centred_at_hole']:.0%} were centred there, {funnel['aligned_at_hole']:.0%} centred and "
+              f"at a yaw that fits, {funnel['entered_hole']:.0%} entered it, {funnel['success']:.0%} succeeded")
     if recorder is not None:
         beside = (_record_beside(args.video_beside, cfg, video, env_overrides, planner_overrides)
                   if args.video_beside else None)

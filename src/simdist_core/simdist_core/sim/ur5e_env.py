@@ -204,8 +204,9 @@ class UR5eInsertEnv:
 
     Besides success, ``metrics`` reports how far an episode got, as a funnel (each 0 or 1; their means over
     episodes say where episodes fail): ``reached_hole`` (the tip over the hole's footprint, at most
-    ``HOLE_REACH_HEIGHT_M`` above the fixture top), ``aligned_at_hole`` (there with an offset and a yaw at which
-    the square peg's outline lies inside the hole's; the round table leg: offset only),
+    ``HOLE_REACH_HEIGHT_M`` above the fixture top), ``centred_at_hole`` (there with an offset small enough for
+    the part to fit at the right yaw), ``aligned_at_hole`` (there with an offset and a yaw at which the square
+    peg's outline lies inside the hole's; the round table leg: = centred),
     ``entered_hole`` (peg: ``ENTRY_DEPTH_M`` deep; table leg: engaged in the thread). A failed episode stopped
     at the first stage it did not reach.
     """
@@ -219,7 +220,8 @@ class UR5eInsertEnv:
         self.model, self.data = self.sim.model, self.sim.data
         self.part_geom = self.model.geom("part_geom").id
         self.hole_half_m = cfg.scene.part_half_width_m + cfg.scene.clearance_m / 2
-        self._funnel = {"reached_hole": False, "aligned_at_hole": False, "entered_hole": False}
+        self._funnel = {"reached_hole": False, "centred_at_hole": False, "aligned_at_hole": False,
+                        "entered_hole": False}
         self.max_steps = round(cfg.episode_s * UR5E.control_hz)
         self._apply_shift(cfg.shift)
         self._rng = np.random.default_rng()
@@ -335,6 +337,7 @@ class UR5eInsertEnv:
         """How far the episode got (see the class docstring); stages only ever switch on."""
         offset = max(abs(state["rel_x_m"]), abs(state["rel_y_m"]))
         at_hole = offset <= self.hole_half_m + 1e-3 and state["rel_z_m"] <= HOLE_REACH_HEIGHT_M
+        centred = self.outline_excess_m(offset, 0.0) <= 0.0
         fits = self.outline_excess_m(offset, state["yaw_err_rad"]) <= 0.0
         if self.cfg.task == "peg":
             entered = state["depth_m"] >= ENTRY_DEPTH_M
@@ -342,6 +345,7 @@ class UR5eInsertEnv:
             entered = state["depth_m"] >= self.cfg.thread.engage_depth_m - self.cfg.thread.slip_tol_m
         f = self._funnel
         f["reached_hole"] |= at_hole or entered
+        f["centred_at_hole"] |= (at_hole and centred) or entered
         f["aligned_at_hole"] |= (at_hole and fits) or entered
         f["entered_hole"] |= entered
 
