@@ -25,6 +25,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("bench soak", "simdist_ros.soak:main", "run the node graph for a while; memory per node (table + JSON)"),
     ("bench parity", "simdist_ros.parity:main", "in-process eval vs the live ROS graph, same checkpoint and tasks"),
     ("bench graph", "simdist_ros.graph_bench:main", "live graph per executor: ticks kept, delay, CPU"),
+    ("bench messages", "simdist_ros.message_bench:main", "CPU a Python node pays per received ROS message"),
     ("figure value", "simdist_core.eval.value_trace:main", "frozen value head along successful and failed episodes"),
     ("figure slip", "simdist_core.eval.slip_trace:main", "predicted vs actual displacement (slip), before/after"),
     ("checkpoint", "simdist_core.checkpoint:main", "inspect / verify a checkpoint"),
