@@ -227,3 +227,20 @@ def test_sim_robot_measures_the_observation_to_command_delay():
         obs.close()
         rc = node.stop()
     assert rc == 0, node.log()[-3000:]
+
+
+def test_episode_ends_of_either_outcome_log_in_any_order():
+    """A success after a failure must not raise in rclpy's logger (it reset the task and lost the success)."""
+    import rclpy
+    from rclpy.node import Node
+    from simdist_ros.sim_robot_node import log_episode_end
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        node = Node("episode_end_logging", context=context)
+        for succeeded in (False, True, False, True, True):
+            log_episode_end(node.get_logger(), succeeded, f"episode ended, success={succeeded}")
+        node.destroy_node()
+    finally:
+        rclpy.shutdown(context=context)
