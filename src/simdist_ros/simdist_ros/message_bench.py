@@ -55,19 +55,24 @@ def _messages() -> dict[str, Any]:
 
 def publish(rate_hz: float, seconds: float) -> None:
     """The publisher process: every sensor topic and ``/clock`` at ``rate_hz`` for ``seconds`` (wall time)."""
+    import signal
+
     import rclpy
+    import rclpy.signals
     from rclpy.node import Node
     from rosgraph_msgs.msg import Clock
 
     from simdist_ros import qos
 
-    rclpy.init()
+    stop = []  # the parent's SIGTERM ends the loop; rclpy's own handler would invalidate the context mid-publish
+    rclpy.init(signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(True))
     node = Node("message_bench_publisher")
     messages = _messages()
     pubs = {t: node.create_publisher(type(m), t, qos.SENSOR) for t, m in messages.items()}
     clock = node.create_publisher(Clock, "/clock", 10)
     period, start, k = 1.0 / rate_hz, time.monotonic(), 0
-    while time.monotonic() - start < seconds:
+    while time.monotonic() - start < seconds and not stop:
         k += 1
         for topic, pub in pubs.items():
             pub.publish(messages[topic])
