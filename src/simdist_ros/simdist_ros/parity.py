@@ -63,6 +63,7 @@ def deployed_planner(robot: str, sets: list[str] | tuple[str, ...] = ()) -> tupl
         UsageError: a ``planner_overrides`` entry that is not ``key=value``.
     """
     import yaml
+    from simdist_core.config import parse_overrides
 
     from simdist_ros.graph import load_graph
     from simdist_ros.soak import node_overrides
@@ -71,12 +72,7 @@ def deployed_planner(robot: str, sets: list[str] | tuple[str, ...] = ()) -> tupl
     values = {**((data.get("/**") or {}).get("ros__parameters") or {}),
               **((data.get("planner") or {}).get("ros__parameters") or {})}  # fmt: skip
     values.update(node_overrides(list(sets), 1.0).get("planner", {}))
-    overrides = {}
-    for pair in values.get("planner_overrides") or ():
-        key, sep, value = str(pair).partition("=")
-        if not sep or not key:
-            raise UsageError(f"planner_overrides entry {pair!r} is not key=value")
-        overrides[key.strip()] = value.strip()
+    overrides = parse_overrides(str(pair) for pair in values.get("planner_overrides") or ())
     return str(values.get("planner_preset", "auto")), overrides
 
 
