@@ -77,6 +77,42 @@ class Go2Streamer:
         return all(p.get_subscription_count() > 0 for p in self.pubs.values())
 
 
+class ObservationStreamer:
+    """Publishes the encoder's ``observation`` topic for the Go2, one step per call, in a private context.
+
+    Step k carries proprio filled with k and ``action_before`` filled with k / 100, so a record can be checked.
+    """
+
+    def __init__(self, context):
+        from simdist_core.robots import GO2
+        from std_msgs.msg import Float32MultiArray
+
+        self.spec = GO2
+        self.node = rclpy.create_node("observation_streamer", context=context)
+        self.pub = self.node.create_publisher(Float32MultiArray, topics.OBSERVATION, qos.OBSERVATION(50.0))
+        self.t_ns = 1_000_000_000
+        self.i = 0
+        self.episode = 1
+        self._start = True
+
+    def step(self, episode_start=False):
+        """Publish the next observation; ``episode_start`` = the encoder restarted its history here."""
+        if episode_start:
+            self.episode += 1
+        obs = {"proprio": np.full(self.spec.proprio_dim, float(self.i), np.float32),
+               "command": np.array([0.5, 0.0, 0.0], np.float32),
+               "height_map": np.full(self.spec.height_map_shape, -0.27, np.float32)}
+        action = np.full(self.spec.action_dim, self.i / 100.0, np.float32)
+        self.pub.publish(msgs.make_observation(obs, action, self.t_ns, episode_start=self._start or episode_start,
+                                               episode=self.episode))
+        self._start = False
+        self.t_ns += DT_NS
+        self.i += 1
+
+    def matched(self):
+        return self.pub.get_subscription_count() > 0
+
+
 class AnnounceCollector:
     """Collects JSON announcements (chunk_ready / model_update) with the transient-local QoS."""
 

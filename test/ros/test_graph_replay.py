@@ -1,4 +1,5 @@
-"""Replay-buffer node in a real rclpy graph: sealed chunks, announcements, SIGKILL + restart resume."""
+"""Replay-buffer node in a real rclpy graph: the encoder's observation stream -> sealed chunks, announcements,
+SIGKILL + restart resume, episode cuts where the encoder restarted and where a message was malformed."""
 
 import signal
 import time
@@ -6,7 +7,7 @@ import time
 import numpy as np
 import pytest
 import rclpy
-from _graph_helpers import DT_NS, AnnounceCollector, Go2Streamer, start_node, stop, wait_for
+from _graph_helpers import DT_NS, AnnounceCollector, ObservationStreamer, start_node, stop, wait_for
 from simdist_core.data.chunks import list_chunks, read_meta, verify_chunk
 from simdist_core.data.dataset import Dataset
 from simdist_core.robots import GO2
@@ -30,7 +31,7 @@ def test_replay_buffer_seals_announces_and_resumes_after_sigkill(tmp_path):
     context = rclpy.Context()
     rclpy.init(context=context)
     try:
-        streamer, collector = Go2Streamer(context), AnnounceCollector(context, topics.CHUNK_READY)
+        streamer, collector = ObservationStreamer(context), AnnounceCollector(context, topics.CHUNK_READY)
         assert wait_for(streamer.matched, 60, collector.spin), (tmp_path / "replay1.log").read_text()[-2000:]
         # Discovery is per direction: the node's readers may match the streamer's writers seconds after the
         # writers saw them, and samples from an unmatched writer are dropped. Stream until 3 chunks are sealed.
@@ -84,19 +85,20 @@ def test_replay_buffer_seals_announces_and_resumes_after_sigkill(tmp_path):
     assert np.all(np.diff(episodes) >= 0)
     first_run = sum(read_meta(p)["n_steps"] for _, p in chunks[:n_before])
     assert episodes[first_run] > episodes[first_run - 1], "a restart never continues the previous episode"
-    proprio = ds.array("obs/proprio")
+    proprio, actions = ds.array("obs/proprio"), ds.array("action")
     assert proprio.shape[1] == GO2.proprio_dim and np.all(np.isfinite(proprio))
-    np.testing.assert_allclose(proprio[:, 0], 0.5, atol=1e-6)  # odom twist vx
+    # Record = observation k and the action executed after it (carried by observation k + 1).
+    np.testing.assert_allclose(actions[:, 0], (proprio[:, 0] + 1) / 100.0, rtol=1e-6)
 
 
 @pytest.mark.timeout(240)
-def test_replay_buffer_cuts_the_episode_at_an_announced_reset(tmp_path):
-    """``episode_start`` (what the simulated robot publishes at a reset) splits the episode in the replay data
-    even though the stream has no gap and no jump there; a malformed announcement is ignored."""
-    from builtin_interfaces.msg import Time
-    from std_msgs.msg import Header
+def test_replay_buffer_cuts_episodes_where_the_encoder_restarted_and_at_a_forged_message(tmp_path):
+    """An observation flagged ``episode_start`` (the encoder restarted its history: an announced reset, a jump)
+    splits the episode although the stream has no gap; a forged observation is counted, never stored, and
+    breaks the episode too."""
+    from std_msgs.msg import Float32MultiArray
 
-    from simdist_ros import msgs, qos
+    from simdist_ros import qos
 
     out = tmp_path / "replay"
     params = {"robot": "go2", "output_dir": str(out), "chunk_steps": CHUNK, "fsync": False}
@@ -104,26 +106,36 @@ def test_replay_buffer_cuts_the_episode_at_an_announced_reset(tmp_path):
     context = rclpy.Context()
     rclpy.init(context=context)
     try:
-        streamer, collector = Go2Streamer(context), AnnounceCollector(context, topics.CHUNK_READY)
-        start_pub = streamer.node.create_publisher(Header, topics.EPISODE_START, qos.EPISODE_START)
-        assert wait_for(lambda: streamer.matched() and start_pub.get_subscription_count() > 0, 60, collector.spin), \
+        streamer, collector = ObservationStreamer(context), AnnounceCollector(context, topics.CHUNK_READY)
+        forger = streamer.node.create_publisher(Float32MultiArray, topics.OBSERVATION, qos.OBSERVATION(50.0))
+        assert wait_for(lambda: streamer.matched() and forger.get_subscription_count() > 0, 60, collector.spin), \
             (tmp_path / "replay.log").read_text()[-2000:]
         deadline = time.monotonic() + 90
         while not collector.items and time.monotonic() < deadline:  # the node takes steps (one chunk sealed)
             _stream(streamer, collector, 5)
-        boundary = streamer.t_ns + 10 * DT_NS
-        start_pub.publish(Header(stamp=Time(sec=-3), frame_id="forged"))
-        start_pub.publish(Header(stamp=msgs.ns_to_stamp(boundary), frame_id="fell"))
-        _stream(streamer, collector, 30)
+        _stream(streamer, collector, 3)
+        reset = streamer.t_ns
+        streamer.step(episode_start=True)
+        _stream(streamer, collector, 10)
+        forged_after = streamer.t_ns
+        forger.publish(Float32MultiArray(data=[float("nan")] * 5))
+        collector.spin(0.1)
+        _stream(streamer, collector, 10)
         collector.spin(1.0)
         assert stop(proc, signal.SIGINT) == 0, (tmp_path / "replay.log").read_text()[-3000:]
     finally:
         if proc.poll() is None:
             stop(proc, signal.SIGKILL)
         rclpy.shutdown(context=context)
+    log = (tmp_path / "replay.log").read_text()
+    assert "observation dropped" in log, log[-2000:]
     ds = Dataset(out)
     stamps, episodes = ds.array("t_ns"), ds.array("episode_id")
-    before, after = episodes[stamps < boundary], episodes[stamps >= boundary]
+    assert reset - DT_NS not in stamps.tolist(), "the last observation before the restart has no action after it"
+    before, after = episodes[stamps < reset], episodes[stamps >= reset]
     assert before.size and after.size, stamps
-    assert before.max() < after.min(), "no episode spans the announced reset"
-    assert boundary in stamps.tolist() and episodes[stamps.tolist().index(boundary)] == after.min()
+    assert before.max() < after.min(), "no episode spans the encoder's restart"
+    assert episodes[stamps.tolist().index(reset)] == after.min()
+    tail = episodes[stamps >= forged_after]
+    assert tail.size and tail.min() > episodes[stamps < forged_after].max(), "the forged message broke the episode"
+    assert np.all(np.diff(stamps[episodes == after.min()]) == DT_NS), "a record stands for exactly one period"

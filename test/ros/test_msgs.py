@@ -195,6 +195,52 @@ def test_latent_rejects_wrong_expected_shape():
         msgs.latent_to_arrays(forged)
 
 
+@pytest.mark.parametrize("robot", ["go2", "ur5e"])
+def test_observation_round_trip_is_exact(robot):
+    """What the encoder encoded reaches the replay buffer bit for bit (proprio float32, image bytes)."""
+    from simdist_core.robots import get_robot
+
+    spec, rng = get_robot(robot), np.random.default_rng(0)
+    obs = {"proprio": rng.normal(size=spec.proprio_dim).astype(np.float32), "command": np.array([0.5, 0.1, -0.2])}
+    if spec.height_map_shape:
+        obs["height_map"] = rng.normal(size=spec.height_map_shape).astype(np.float32)
+    if spec.image_shape:
+        obs["image"] = rng.integers(0, 256, size=(*spec.image_shape, 3), dtype=np.uint8)
+    action = rng.uniform(-1, 1, spec.action_dim).astype(np.float32)
+    step = msgs.observation_to_step(msgs.make_observation(obs, action, T_NS, episode_start=True, episode=41), spec)
+    assert step.t_ns == T_NS and step.episode_start and step.episode == 41
+    np.testing.assert_array_equal(step.action_before, action)
+    for key, value in obs.items():
+        assert step.obs[key].dtype == (np.uint8 if key == "image" else np.float32)
+        np.testing.assert_array_equal(step.obs[key], np.asarray(value, step.obs[key].dtype))
+
+
+@pytest.mark.parametrize(("mutate", "match"), [
+    (lambda m: m.data.__setitem__(0, float("inf")), "non-finite"),
+    (lambda m: m.layout.dim.pop(1), "missing|data has"),
+    (lambda m: m.data.__setitem__(len(m.data) - 1, 2.5), "episode counter"),
+    (lambda m: m.data.__setitem__(len(m.data) - 1, -1.0), "episode counter"),
+])
+def test_observation_rejects_forged_messages(mutate, match):
+    from simdist_core.robots import GO2
+
+    obs = {"proprio": np.zeros(GO2.proprio_dim), "command": np.zeros(3), "height_map": np.zeros((21, 15))}
+    msg = msgs.make_observation(obs, np.zeros(12), T_NS, episode_start=False, episode=3)
+    mutate(msg)
+    with pytest.raises(msgs.MessageError, match=match):
+        msgs.observation_to_step(msg, GO2)
+
+
+def test_observation_rejects_an_image_that_is_not_bytes():
+    from simdist_core.robots import UR5E
+
+    obs = {"proprio": np.zeros(UR5E.proprio_dim), "command": np.zeros(3),
+           "image": np.full((*UR5E.image_shape, 3), 255.5)}
+    msg = msgs.make_observation(obs, np.zeros(UR5E.action_dim), T_NS, episode_start=False, episode=0)
+    with pytest.raises(msgs.MessageError, match="image values"):
+        msgs.observation_to_step(msg, UR5E)
+
+
 def test_plan_round_trip():
     mean = np.random.default_rng(1).uniform(-1, 1, (25, 12))
     msg = msgs.make_plan(mean, [f"j{i}" for i in range(12)], 0.02, T_NS)

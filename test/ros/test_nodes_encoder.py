@@ -48,6 +48,7 @@ def test_encoder_node_publishes_latents_and_drops_bad_input(tmp_path):
     rng = np.random.default_rng(0)
     try:
         latents = obs.collect(Float32MultiArray, topics.LATENT, qos.LATENT(HZ))
+        observations = obs.collect(Float32MultiArray, topics.OBSERVATION, qos.OBSERVATION(HZ))
         diags = obs.collect(DiagnosticArray, topics.DIAGNOSTICS, qos.RELIABLE)
         pubs = {key: obs.publisher(type(m), topics.CAMERA_IMAGE if key == "camera" else getattr(topics, key.upper()),
                                    qos.SENSOR)
@@ -132,6 +133,17 @@ def test_encoder_node_publishes_latents_and_drops_bad_input(tmp_path):
         assert not published & bad_stamps, "a latent was published from bad input"
         log = node.log()
         assert "non-finite" in log and "expected 21x15" in log
+        # The replay buffer's input: each observation the encoder encoded, with the latent's stamp and episode
+        # flags (observations and latents are separate QoS streams, so compare the stamps both carry).
+        by_stamp = {msgs.latent_to_arrays(m)[1]: msgs.latent_to_arrays(m)[0] for m in latents}
+        steps = [msgs.observation_to_step(m, tiny_world_model("go2").spec) for m in observations]
+        matched = [step for step in steps if step.t_ns in by_stamp]
+        assert len(matched) >= 0.8 * len(steps) and len(steps) >= 20, (len(matched), len(steps))
+        assert not {step.t_ns for step in steps} & bad_stamps, "an observation was published from bad input"
+        for step in matched:
+            assert step.episode_start == bool(by_stamp[step.t_ns]["episode_start"][0])
+            assert step.episode == int(by_stamp[step.t_ns]["episode"][0])
+            assert step.obs["height_map"].shape == (21, 15) and np.all(np.isfinite(step.obs["proprio"]))
 
         # 4. Input stops: ticks are skipped as late input, no new latents.
         before = _int(diags, "late_input")
@@ -163,6 +175,7 @@ def test_ur5e_encoder_follows_the_registered_fixture_pose(tmp_path):
                "wrench": np.zeros(6), "image": np.full((64, 64, 3), 90, np.uint8)}  # the same reading every tick
     try:
         latents = obs.collect(Float32MultiArray, topics.LATENT, qos.LATENT(HZ))
+        observations = obs.collect(Float32MultiArray, topics.OBSERVATION, qos.OBSERVATION(HZ))
         diags = obs.collect(DiagnosticArray, topics.DIAGNOSTICS, qos.RELIABLE)
         first = sensors_to_messages("ur5e", sensors, joint_names("ur5e"), 0)
         pubs = {key: obs.publisher(type(m), topics.CAMERA_IMAGE if key == "camera" else getattr(topics, key.upper()),
@@ -192,6 +205,11 @@ def test_ur5e_encoder_follows_the_registered_fixture_pose(tmp_path):
         assert obs.spin_until(lambda: _int(diags, "bad_task_command") >= 1, 30.0, on_spin=feed), node.log()[-2000:]
         np.testing.assert_allclose(z_after(3), z_moved, atol=1e-6)  # the bad pose was ignored
         assert "task command rejected" in node.log()
+        # The replay buffer gets the camera image the encoder saw, as bytes, and the command it used.
+        steps = [msgs.observation_to_step(m, tiny_world_model("ur5e").spec) for m in observations]
+        assert steps and all(step.obs["image"].dtype == np.uint8 for step in steps)
+        np.testing.assert_array_equal(steps[-1].obs["image"], sensors["image"])
+        np.testing.assert_allclose(steps[-1].obs["command"][:2], [0.17, -0.52], atol=1e-6)
     finally:
         obs.close()
         rc = node.stop()

@@ -47,6 +47,11 @@ _ROBOT_SENSORS = {  # what a simulated robot publishes; the real one splits it b
 _GO2_CLOUD = "utlidar/cloud"  # the Go2's own LiDAR topic (height_map_node's cloud_topic default)
 
 
+WALL_CLOCK_NODES = ("sim_robot", "replay_buffer", "finetuner")
+"""Nodes the graphs run with ``use_sim_time: false`` in simulation: the clock's owner, and the two learning
+nodes, which need no ``/clock`` (each message costs a Python node CPU; see ``simdist_ros.replay_buffer_node``)."""
+
+
 def enclave_name(node: str) -> str:
     """``planner`` -> ``/simdist/planner`` (what ``--enclave`` gets and what its certificate names)."""
     return f"{ENCLAVE_ROOT}/{node}"
@@ -98,14 +103,13 @@ def _own_access(robot: str, node: str) -> Access:
             publish=(*sensors, task, topics.CLOCK, topics.EXECUTED_COMMAND, topics.EPISODE_START,
                      topics.EPISODE_RESULT, *robot_tf, *diagnostics),
             subscribe=(topics.COMMAND, topics.ESTOP), serve=_SIM_SERVICES),
-        "encoder": _access(publish=(topics.LATENT, *diagnostics),
+        "encoder": _access(publish=(topics.LATENT, topics.OBSERVATION, *diagnostics),
                            subscribe=(*_OBSERVATION[robot], task, topics.EXECUTED_COMMAND, topics.EPISODE_START)),
         # The only enclave that may command the joints.
         "planner": _access(publish=(topics.COMMAND, topics.PLAN, topics.PREDICTED_ROLLOUT, *diagnostics),
                            subscribe=(topics.LATENT, topics.MODEL_UPDATE)),
         "replay_buffer": _access(publish=(topics.CHUNK_READY, *diagnostics),
-                                 subscribe=(*_OBSERVATION[robot], task, topics.EXECUTED_COMMAND,
-                                            topics.EPISODE_START)),
+                                 subscribe=(topics.OBSERVATION,)),
         # The only enclave that may announce a model (the planner still checks the HMAC tag on top).
         "finetuner": _access(publish=(topics.MODEL_UPDATE, *diagnostics), subscribe=(topics.CHUNK_READY,)),
         "recorder": _access(publish=diagnostics,
@@ -132,15 +136,15 @@ def _own_access(robot: str, node: str) -> Access:
 def node_access(robot: str, node: str, *, sim: bool) -> Access:
     """Everything node ``node`` of ``robot``'s graph may do when the graph runs simulated (``sim``) or real.
 
-    In the simulated graph every node but ``sim_robot`` runs on sim time (``use_sim_time: $(sim)``), so
-    it subscribes to ``/clock``; only ``sim_robot`` may publish it.
+    In the simulated graph every node but those of :data:`WALL_CLOCK_NODES` runs on sim time
+    (``use_sim_time: $(sim)``), so it subscribes to ``/clock``; only ``sim_robot`` may publish it.
 
     Raises:
         KeyError: an unknown robot or node (the message lists the known ones).
     """
     if robot not in ROBOTS:
         raise KeyError(f"robot {robot!r} has no access policy; robots: {list(ROBOTS)}")
-    return _own_access(robot, node) | node_infrastructure(node, sim_time=sim and node != "sim_robot")
+    return _own_access(robot, node) | node_infrastructure(node, sim_time=sim and node not in WALL_CLOCK_NODES)
 
 
 def operator_access(robot: str) -> Access:

@@ -12,6 +12,9 @@ Graph role (topics relative, see ``simdist_ros.topics``):
          when it plans slower than the control rate, still sees it start) + ``applied_delay[1]`` (control periods
          from the observation the command executed in the last step answered to the state it acted on, from the
          stamp the robot puts on ``executed_command``; -1 unknown) + the observation stamp),
+         ``observation`` (Float32MultiArray, qos.OBSERVATION, only while someone subscribes: the observation the
+         history got + the executed action before it + episode start/counter, ``msgs.make_observation``; the
+         replay buffer records it, so the finetuning data are exactly what was encoded),
          ``/diagnostics``
 
 Design choice: the full context (S x W floats, 51 x 64 = 13 KB for the reference Go2 model) is published
@@ -171,7 +174,7 @@ class EncoderNode(Node):
         self._tracker = EpisodeTracker(EpisodeConfig.for_rate(self.control_hz, joint_jump_rad=params.reset_jump_rad,
                                                                 base_jump_m=params.reset_jump_m))
         self._lock = threading.Lock()
-        self.counts: dict[str, int] = {"latents": 0}
+        self.counts: dict[str, int] = {"latents": 0, "observations": 0}
         self._last_skip = ""
         self._last_skip_kind = ""
         self._input_age_s = float("nan")
@@ -192,6 +195,8 @@ class EncoderNode(Node):
             topic = topics.CAMERA_IMAGE if key == "camera" else getattr(topics, key.upper())
             self.create_subscription(_MSG_TYPES[key], topic, self._store(key), qos.SENSOR, callback_group=tick_group)
         self._latent_pub = self.create_publisher(Float32MultiArray, topics.LATENT, qos.LATENT(self.control_hz))
+        self._observation_pub = self.create_publisher(Float32MultiArray, topics.OBSERVATION,
+                                                      qos.OBSERVATION(self.control_hz))
         self._diag_pub = self.create_publisher(msgs.DiagnosticArray, topics.DIAGNOSTICS, qos.RELIABLE)
         self.create_timer(1.0 / self.control_hz, self._tick, callback_group=tick_group)  # catches incomplete bundles
         self.create_timer(params.diagnostics_period_s, self._publish_diagnostics, callback_group=io_group)
@@ -275,8 +280,9 @@ class EncoderNode(Node):
             if restart:
                 self.history.reset(obs)
                 self._episodes += 1
-            else:
-                self.history.record_action(self._executed)
+            action_before = self._executed
+            if not restart:
+                self.history.record_action(action_before)
                 self.history.push(obs)
             latent = self._encode()
             z = latent.z[0].cpu().numpy()  # (D,)
@@ -295,6 +301,11 @@ class EncoderNode(Node):
                   "applied_delay": np.array([self._applied_delay(obs_t_ns)], np.float32)}
         self._latent_pub.publish(msgs.make_latent(blocks, obs_t_ns))
         self.counts["latents"] += 1
+        # After the latent (the planner waits for that one), and only for a subscriber (the replay buffer).
+        if self._observation_pub.get_subscription_count():
+            self._observation_pub.publish(msgs.make_observation(obs, action_before, obs_t_ns, episode_start=restart,
+                                                                episode=self._episodes))
+            self.counts["observations"] += 1
         self._last_skip, self._last_skip_kind = "", ""
         self.stats.stop()
 

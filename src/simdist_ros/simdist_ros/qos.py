@@ -39,6 +39,10 @@ def executed(control_hz: float) -> QoSProfile:
     )
 
 
+OBSERVATION = executed
+"""``observation`` (encoder -> replay buffer): every sample is training data, so the contract of
+``executed_command``: reliable, two-tick deadline, the writer keeps 2 s of samples for a slow reader."""
+
 DRIVER_COMMAND = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE)
 """What a robot (driver or simulated) requests on ``joint_command``: reliable, newest only, NO deadline.
 

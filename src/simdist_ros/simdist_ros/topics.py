@@ -26,6 +26,7 @@ EXECUTED_COMMAND = "executed_command"  # std_msgs/Float64MultiArray, the action 
 
 # Learning stack.
 LATENT = "latent"  # std_msgs/Float32MultiArray: layout dim0 = "stamp" carries obs time (see simdist_ros.msgs)
+OBSERVATION = "observation"  # std_msgs/Float32MultiArray: what the encoder encoded + the action before it (msgs)
 PLAN = "plan"  # trajectory_msgs/JointTrajectory, the MPPI mean (Go2: joint targets rad; UR5e: normalised steps)
 PREDICTED_ROLLOUT = "predicted_rollout"  # visualization_msgs/MarkerArray: plan + sampled rollouts (probe head)
 DIAGNOSTICS = "/diagnostics"  # diagnostic_msgs/DiagnosticArray
