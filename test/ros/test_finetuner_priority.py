@@ -55,3 +55,42 @@ def test_duty_cycle_sleeps_for_the_rest_of_the_share():
     full = DutyCycle(1.0, clock=lambda: now[0], sleep=sleep)
     full()
     assert len(slept) == 2  # no cap: never sleeps
+
+
+def test_duty_cycle_follows_its_source_within_its_cap():
+    from simdist_core.training.adapt import DutyCycle
+
+    now, slept, wanted = [0.0], [], [0.5]
+
+    def sleep(s):
+        slept.append(s)
+        now[0] += s
+
+    duty = DutyCycle(0.5, clock=lambda: now[0], sleep=sleep, source=lambda: wanted[0])
+    for value in (0.5, 0.1, 2.0, float("nan")):  # 2.0 and NaN: never above the configured cap
+        wanted[0] = value
+        now[0] += 0.01
+        duty()
+    assert slept == pytest.approx([0.01, 0.09, 0.01, 0.01])
+    assert duty.effective() == pytest.approx(0.04 / 0.16)
+
+
+def test_loop_guard_backs_off_when_training_costs_the_loop_ticks_and_ramps_up_when_it_does_not():
+    from simdist_core.training.adapt import LoopGuard
+
+    guard = LoopGuard(ceiling=0.8, floor=0.05, margin=0.02, step=0.1, baseline_weight=1.0)
+    assert guard.duty == 0.05, "starts low"
+    guard.report(48, 2, training=False)  # a loaded machine: 4 % missed without any training
+    assert guard.baseline == pytest.approx(0.04) and guard.duty == 0.05
+    for _ in range(20):  # training and the loop keeps its baseline: up to the ceiling, never above
+        guard.report(48, 2, training=True)
+    assert guard.duty == pytest.approx(0.8)
+    guard.report(40, 10, training=True)  # 20 % missed while training: halve
+    assert guard.duty == pytest.approx(0.4) and guard.backoffs == 1
+    for _ in range(10):
+        guard.report(0, 50, training=True)
+    assert guard.duty == 0.05, "never below the floor"
+    for bad in ((float("nan"), 1), (-5, 1), (0, 0)):  # malformed reports change nothing
+        assert guard.report(*bad, training=True) == 0.05
+    with pytest.raises(ValueError, match="floor"):
+        LoopGuard(ceiling=0.1, floor=0.2)

@@ -111,7 +111,8 @@ def _own_access(robot: str, node: str) -> Access:
         "replay_buffer": _access(publish=(topics.CHUNK_READY, *diagnostics),
                                  subscribe=(topics.OBSERVATION,)),
         # The only enclave that may announce a model (the planner still checks the HMAC tag on top).
-        "finetuner": _access(publish=(topics.MODEL_UPDATE, *diagnostics), subscribe=(topics.CHUNK_READY,)),
+        # It reads the planner's tick counters on /diagnostics to keep its training out of the loop's way.
+        "finetuner": _access(publish=(topics.MODEL_UPDATE, *diagnostics), subscribe=(topics.CHUNK_READY, *diagnostics)),
         "recorder": _access(publish=diagnostics,
                             subscribe=(*sensors, task, topics.COMMAND, topics.EXECUTED_COMMAND, topics.LATENT,
                                        topics.PLAN, topics.PREDICTED_ROLLOUT, topics.DIAGNOSTICS,

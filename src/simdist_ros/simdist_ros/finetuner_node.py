@@ -7,7 +7,12 @@ next check after a chunk_ready; an announced count the disk does not hold is log
 in a worker process (``multiprocessing`` spawn, so torch lives outside this process; the worker caps
 torch to ``torch_threads`` threads, runs under ``cpu_policy`` (Linux SCHED_IDLE by default) at ``nice``,
 and trains at most ``cpu_duty`` of the wall time, so the control loop keeps its CPU time;
-``simdist bench graph`` measures what each setting leaves it):
+``simdist bench graph`` measures what each setting leaves it). With ``loop_guard`` (the default) the share
+actually used follows the control loop's health: :class:`simdist_core.training.adapt.LoopGuard` reads the
+planner's ticks and missed ticks from ``/diagnostics`` (the status named ``loop_status``), learns how many
+the loop misses between rounds, and during a round halves the worker's duty whenever the loop misses more
+than that, raising it again while the loop keeps up (between 0.05 and ``cpu_duty``; the worker reads it
+from shared memory after every update):
 ``simdist_core.training.adapt.finetune_dynamics`` on the replay dataset (checksums verified on open),
 validated on the newest ``holdout_fraction`` of the steps (held out, the data the robot faces next).
 If the gate passes, the worker writes ``<output_dir>/v<version>`` with
@@ -25,8 +30,13 @@ part but the dynamics bit-identical): checkpoints another model left in ``output
 ignored, so a new shipped model is never swapped for an old lineage (versions still count on above them).
 
 Memory: this process holds no model and no data; it imports torch once to verify its own checkpoints at
-start (~260 MB RSS measured). The worker holds the model and memory-maps the dataset, and exits after each
-round (``max_tasks_per_child=1``), so nothing accumulates over a long session.
+start (~260 MB RSS measured). The worker holds the model and memory-maps the dataset. It is started with the
+node, lowers its priority and imports torch then (not in the middle of the robot's run), and is replaced after
+:data:`WORKER_ROUNDS` rounds, so nothing accumulates over a long session. Why it is kept between rounds: a
+fresh worker per round spent ~3 s of CPU importing torch and ~3 s more before its first update (first calls),
+none of it paced; on a 2-vCPU VM that start cost the planner 10-20 missed ticks a second for ~14 s at every
+round, even under SCHED_IDLE (``simdist bench graph``). The gate's held-out evaluation is paced like the
+updates.
 
 Memory bound: 1.5 GiB RSS for the process tree, worker included (soak peak 818 MiB Go2, 1029 MiB UR5e).
 The worker memory-maps the replay dataset, so pages it touches count while it runs.
@@ -49,6 +59,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from simdist_core.checkpoint_auth import read_key, version_dir_name
+from simdist_core.training.adapt import LoopGuard
 from std_msgs.msg import String
 
 from simdist_ros import msgs, qos, topics
@@ -78,6 +89,8 @@ class FinetunerParams:
     nice: int
     cpu_policy: str
     cpu_duty: float
+    loop_guard: bool
+    loop_status: str
     check_period_s: float
     update_key_file: str
 
@@ -110,6 +123,10 @@ PARAMS = (
       "leaves) or nice (the nice value alone)", read_only=True),
     P("cpu_duty", 1.0, "Most share of wall time the worker trains; it sleeps the rest (1 = no cap; the update "
       "rate scales with it)", lo=0.05, hi=1.0, read_only=True),
+    P("loop_guard", True, "Lower the worker's duty (at most cpu_duty) while the planner misses more ticks than it "
+      "does between rounds", read_only=True),
+    P("loop_status", "planner: planner", "Name of the planner's status in /diagnostics that loop_guard watches",
+      read_only=True),
     P("check_period_s", 1.0, "How often to check for data and finished rounds (s)", lo=0.05, hi=60.0, read_only=True),
     P("update_key_file", "", "Owner-only key file shared with the planner: announcements are tagged with it",
       read_only=True),
@@ -155,17 +172,21 @@ def latest_checkpoint(output_dir: Path) -> tuple[int, Path] | None:
     return None
 
 
+WORKER_ROUNDS = 20
+"""Rounds one worker process runs before it is replaced (bounds whatever a long session accumulates)."""
+
+_WORKER_POLICY = "nice"
+"""In the worker: the CPU policy its initializer put in force."""
+
+
 def run_round(job: dict[str, Any]) -> dict[str, Any]:
-    """One finetune round (runs in the worker process). Returns a JSON-ready result.
+    """One finetune round in the worker process (at the priority :func:`_init_worker` set); a JSON-ready result.
 
     Args:
         job: ``parent`` checkpoint, ``replay_dir``, ``output_dir``, ``config`` (FinetuneConfig fields),
-            ``torch_threads``, ``nice``, ``cpu_policy``, ``cpu_duty``.
+            ``cpu_duty``.
     """
-    policy = lower_priority(job.get("cpu_policy", "nice"), int(job["nice"]))
-    import torch
-
-    torch.set_num_threads(int(job["torch_threads"]))
+    policy = _WORKER_POLICY
     from simdist_core.checkpoint import load_checkpoint, save_checkpoint
     from simdist_core.config import from_dict
     from simdist_core.data.dataset import Dataset
@@ -175,11 +196,13 @@ def run_round(job: dict[str, Any]) -> dict[str, Any]:
     t0 = time.perf_counter()
     model, manifest = load_checkpoint(job["parent"])
     data = Dataset(job["replay_dir"], verify="open", on_corrupt="skip")
-    duty = DutyCycle(float(job.get("cpu_duty", 1.0)))
+    shared = _SHARED_DUTY
+    duty = DutyCycle(float(job.get("cpu_duty", 1.0)), source=None if shared is None else lambda: shared.value)
     new, report = finetune_dynamics(model, data, FinetuneConfig(**job["config"]), after_update=duty)
     result: dict[str, Any] = {"data_steps": int(data.n_steps), "report": report.to_json(), "gate": asdict(report.gate),
                               "parent_version": int(manifest.version), "cpu_policy": policy,
-                              "cpu_duty": duty.fraction, "slept_s": duty.slept_s, "wall_s": time.perf_counter() - t0}
+                              "cpu_duty": round(duty.effective(), 4), "slept_s": duty.slept_s,
+                              "wall_s": time.perf_counter() - t0}
     if not report.gate.passed:
         return result
     version = max(int(manifest.version), _max_version(Path(job["output_dir"]))) + 1
@@ -195,9 +218,30 @@ def run_round(job: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def _ignore_sigint() -> None:
-    """Worker initializer: Ctrl-C reaches the whole process group; the node stops its worker itself."""
+_SHARED_DUTY: Any = None
+"""In the worker: the ``multiprocessing.Value`` the node's loop guard writes the duty to (None = fixed duty)."""
+
+
+def _init_worker(shared_duty: Any, cpu_policy: str, nice: int, torch_threads: int) -> None:  # noqa: ANN401
+    """Worker initializer: ignore Ctrl-C, lower the priority, keep the shared duty, import torch.
+
+    Ctrl-C reaches the whole process group; the node stops its worker itself. The shared duty (a
+    ``multiprocessing.Value`` or None) is inherited at process start, the only way a synchronized value reaches
+    a pool worker. Runs once per worker process, so the priority is lowered once.
+    """
+    global _SHARED_DUTY, _WORKER_POLICY
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _WORKER_POLICY = lower_priority(cpu_policy, nice)
+    _SHARED_DUTY = shared_duty
+    import torch
+
+    torch.set_num_threads(int(torch_threads))
+    import simdist_core.training.adapt  # noqa: F401  (the round's imports, paid here at low priority)
+
+
+def _worker_ready() -> str:
+    """A no-op job that makes the pool start its worker (and run the initializer) now."""
+    return _WORKER_POLICY
 
 
 def _max_version(output_dir: Path) -> int:
@@ -220,19 +264,27 @@ class FinetunerNode(Node):
         self.known_steps = 0
         self.rounds = 0
         self.counts = {"accepted": 0, "gate_failed": 0, "errors": 0, "chunk_ready_malformed": 0,
-                       "chunk_counts_refused": 0}
+                       "chunk_counts_refused": 0, "loop_reports_malformed": 0}
         self._rescan = False  # a chunk_ready arrived: count the sealed steps on disk at the next check
         self._announced_total = 0
         self.last_result: dict[str, Any] = {}
         self._future: Future | None = None
-        self._pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
-                                         initializer=_ignore_sigint,
-                                         max_tasks_per_child=1)  # the worker exits after each round
+        spawn = multiprocessing.get_context("spawn")
+        self.guard = LoopGuard(ceiling=p.cpu_duty, floor=min(0.05, p.cpu_duty)) if p.loop_guard else None
+        self._shared_duty = spawn.Value("d", self.guard.duty, lock=False) if self.guard else None
+        self._loop_counts: tuple[float, float] | None = None  # the planner's last (ticks, missed_ticks)
+        self._pool = ProcessPoolExecutor(max_workers=1, mp_context=spawn, initializer=_init_worker,
+                                         initargs=(self._shared_duty, p.cpu_policy, p.nice, p.torch_threads),
+                                         max_tasks_per_child=WORKER_ROUNDS + 1)  # + the start-up job
+        self._pool.submit(_worker_ready)  # start the worker now, not in the middle of the robot's run
         self._update_pub = self.create_publisher(String, topics.MODEL_UPDATE, qos.ANNOUNCE)
         self._diag_pub = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, qos.RELIABLE)
         group = MutuallyExclusiveCallbackGroup()
         self.create_subscription(String, topics.CHUNK_READY, self._on_chunk, qos.ANNOUNCE, callback_group=group)
         self.create_timer(p.check_period_s, self._check, callback_group=group)
+        if self.guard is not None:
+            self.create_subscription(DiagnosticArray, topics.DIAGNOSTICS, self._on_diagnostics, qos.RELIABLE,
+                                     callback_group=group)
         self._resume()
         self.get_logger().info(f"finetuner: parent {self.parent}, replay {self.replay_dir}, output {self.output_dir}, "
                                f"round every {p.min_new_steps} new steps ({p.steps_per_round} updates)")
@@ -282,6 +334,25 @@ class FinetunerNode(Node):
         self._announced_total = max(self._announced_total, total)
         self._rescan = True
 
+    def _on_diagnostics(self, msg: DiagnosticArray) -> None:
+        """Feed the loop guard from the planner's cumulative tick counters (untrusted: bounded effect)."""
+        for status in msg.status:
+            if status.name != self.params.loop_status:
+                continue
+            values = msgs.status_values(status)
+            try:
+                counts = (float(values["ticks"]), float(values["missed_ticks"]))
+            except (KeyError, ValueError):
+                self.counts["loop_reports_malformed"] += 1
+                return
+            last, self._loop_counts = self._loop_counts, counts
+            if last is None or counts[0] < last[0] or counts[1] < last[1]:  # first report, or a restarted planner
+                return
+            training = self._future is not None and not self._future.done()
+            duty = self.guard.report(counts[0] - last[0], counts[1] - last[1], training=training)
+            self._shared_duty.value = duty
+            return
+
     def _count_sealed_steps(self) -> None:
         """``known_steps`` from the disk; an announced total the disk does not hold is logged and counted."""
         self._rescan = False
@@ -312,8 +383,7 @@ class FinetunerNode(Node):
         config = {"steps": p.steps_per_round, "batch_size": p.batch_size, "holdout_fraction": p.holdout_fraction,
                   "min_improvement": p.min_improvement, "recent_steps": p.recent_steps, "seed": self.rounds}
         job = {"parent": str(self.parent), "replay_dir": str(self.replay_dir), "output_dir": str(self.output_dir),
-               "config": config, "torch_threads": p.torch_threads, "nice": p.nice,
-               "cpu_policy": p.cpu_policy, "cpu_duty": p.cpu_duty}
+               "config": config, "cpu_duty": p.cpu_duty}
         self.rounds += 1
         self._round_steps = self.known_steps
         self.get_logger().info(f"round {self.rounds}: finetuning {self.parent.name} on {self.known_steps} steps")
@@ -365,6 +435,9 @@ class FinetunerNode(Node):
             values.update(last_round_wall_s=round(float(self.last_result.get("wall_s", float("nan"))), 2),
                           cpu_policy=self.last_result.get("cpu_policy", "?"),
                           cpu_duty=self.last_result.get("cpu_duty", 1.0))
+        if self.guard is not None:
+            values.update(loop_guard_duty=round(self.guard.duty, 3),
+                          loop_baseline_missed=round(self.guard.baseline, 4), loop_guard_backoffs=self.guard.backoffs)
         level = "error" if self.counts["errors"] else "ok"
         status = msgs.make_status(f"{self.get_name()}: finetuner", level, f"parent {self.parent.name}", values)
         self._diag_pub.publish(msgs.make_diagnostics([status], self.get_clock().now().nanoseconds))

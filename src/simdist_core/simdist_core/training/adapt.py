@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import copy
 import logging
+import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -150,18 +151,28 @@ def fixed_batches(sampler: WindowSampler, max_windows: int, batch_size: int, see
     return [sampler.sample(starts=rows[i : i + batch_size]) for i in range(0, rows.size, batch_size)]
 
 
+def _paced(batches: list[Batch], pace: Callable[[], None] | None) -> Iterator[Batch]:
+    """Yield ``batches``, calling ``pace`` after each one's work (a :class:`DutyCycle` spreads the evaluation)."""
+    for batch in batches:
+        yield batch
+        if pace is not None:
+            pace()
+
+
 def validation_gate(
-    old: torch.nn.Module, new: torch.nn.Module, holdout: list[Batch], min_improvement: float = 0.0
+    old: torch.nn.Module, new: torch.nn.Module, holdout: list[Batch], min_improvement: float = 0.0,
+    pace: Callable[[], None] | None = None,
 ) -> GateResult:
     """Score old and new on the same held-out windows with the latent-consistency loss.
 
     With a frozen encoder both models predict the same targets, so the comparison is exact. When
     the encoder was trained too (full finetune) each model is scored against its own encoder's
-    targets, which a collapsing encoder can game; the benchmark reports that case separately.
+    targets, which a collapsing encoder can game; the benchmark reports that case separately. ``pace``, if
+    given, is called after each held-out batch is scored.
     """
     weights = finetune_loss_weights()
-    old_loss = evaluate_loss(old, holdout, weights)["loss"]
-    new_loss = evaluate_loss(new, holdout, weights)["loss"]
+    old_loss = evaluate_loss(old, _paced(holdout, pace), weights)["loss"]
+    new_loss = evaluate_loss(new, _paced(holdout, pace), weights)["loss"]
     n = sum(int(b["actions"].shape[0]) for b in holdout)
     if not np.isfinite(new_loss):
         return GateResult(False, old_loss, new_loss, n, f"new model's held-out loss is not finite ({new_loss})")
@@ -182,25 +193,95 @@ class DutyCycle:
     SCHED_IDLE trainer on the other thread still slows the planner). After a unit of work that took ``w``
     seconds it sleeps ``w * (1 - fraction) / fraction``, so work takes at most ``fraction`` of the time.
     The cost is plain: an update budget per wall second that is ``fraction`` of the unthrottled one.
+    ``source``, if given, is read after every unit for the fraction to use (a :class:`LoopGuard` in another
+    process sets it), clamped to ``[0.01, fraction]``.
     """
 
     def __init__(self, fraction: float, clock: Callable[[], float] = time.perf_counter,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep, source: Callable[[], float] | None = None) -> None:
         if not 0.0 < fraction <= 1.0:
             raise ValueError(f"duty cycle fraction must be in (0, 1], got {fraction=}")
         self.fraction = fraction
-        self._clock, self._sleep = clock, sleep
+        self._clock, self._sleep, self._source = clock, sleep, source
         self._work_start = clock()
         self.slept_s = 0.0
         """Total seconds slept (what the cap cost)."""
+        self.worked_s = 0.0
+        """Total seconds of work timed."""
+
+    def current(self) -> float:
+        """The fraction the next pause uses."""
+        if self._source is None:
+            return self.fraction
+        wanted = float(self._source())
+        return min(self.fraction, max(0.01, wanted)) if math.isfinite(wanted) else self.fraction
+
+    def effective(self) -> float:
+        """Share of the timed wall time spent working so far (1.0 before any work)."""
+        total = self.worked_s + self.slept_s
+        return self.worked_s / total if total > 0 else 1.0
 
     def __call__(self) -> None:
         """End one unit of work: sleep for the rest of its share, then start timing the next."""
-        if self.fraction < 1.0:
-            pause = (self._clock() - self._work_start) * (1.0 - self.fraction) / self.fraction
+        work = self._clock() - self._work_start
+        self.worked_s += work
+        fraction = self.current()
+        if fraction < 1.0:
+            pause = work * (1.0 - fraction) / fraction
             self._sleep(pause)
             self.slept_s += pause
         self._work_start = self._clock()
+
+
+@dataclass
+class LoopGuard:
+    """Sets a trainer's duty cycle from the control loop's missed ticks (additive increase, halving decrease).
+
+    Why: on a 2-vCPU VM a finetuner training at full duty, even under SCHED_IDLE, cost the planner ~10 points of
+    ticks kept (the two vCPUs share one core's execution units); a fixed low duty protects the loop but slows
+    adaptation on every machine, including those with cores to spare. The guard learns the loop's own miss rate
+    while no round runs (a loaded machine misses some ticks without any training), and while one runs it
+    halves the duty after each report in which the loop missed more than ``baseline + margin`` of its ticks,
+    and raises it by ``step`` otherwise, always within ``[floor, ceiling]``. It starts at ``floor``.
+
+    Reports come from the planner's diagnostics, which anything on the network could forge: a forged report
+    can only move the duty within those bounds (training slower, or as fast as ``ceiling`` allows).
+    """
+
+    ceiling: float = 1.0
+    floor: float = 0.05
+    margin: float = 0.02
+    step: float = 0.05
+    baseline_weight: float = 0.1
+    """Weight of each idle report in the baseline's moving average."""
+    duty: float = field(init=False)
+    """The duty the trainer should use now."""
+    baseline: float = field(init=False, default=0.0)
+    """Moving average of the loop's missed-tick fraction while no round runs."""
+    backoffs: int = field(init=False, default=0)
+    """Reports that halved the duty."""
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.floor <= self.ceiling <= 1.0:
+            raise ValueError(f"need 0 < floor <= ceiling <= 1, got {self.floor=}, {self.ceiling=}")
+        if not (self.margin >= 0 and self.step > 0 and 0 < self.baseline_weight <= 1):
+            raise ValueError(f"need margin >= 0, step > 0, 0 < baseline_weight <= 1; got {self}")
+        self.duty = self.floor
+
+    def report(self, ticks: float, missed: float, *, training: bool) -> float:
+        """One report of the loop: ``ticks`` kept and ``missed`` since the last one. Returns the new duty."""
+        total = ticks + missed
+        if not (math.isfinite(total) and ticks >= 0 and missed >= 0 and total > 0):
+            return self.duty  # nothing to learn from (no ticks, or a malformed report)
+        missed_fraction = missed / total
+        if not training:
+            self.baseline += self.baseline_weight * (missed_fraction - self.baseline)
+        elif missed_fraction > self.baseline + self.margin:
+            self.duty = max(self.floor, 0.5 * self.duty)
+            self.backoffs += 1
+        else:
+            self.duty = min(self.ceiling, self.duty + self.step)
+        return self.duty
 
 
 def finetune_dynamics(
@@ -220,8 +301,8 @@ def finetune_dynamics(
         cfg: settings (default: dynamics only, 500 steps, batch 32).
         holdout: explicit held-out batches for the gate; default = newest ``cfg.holdout_fraction`` of ``data``.
         progress: show a tqdm bar.
-        after_update: called after every optimizer update (e.g. a :class:`DutyCycle` that leaves CPU time
-            to a control loop on the same machine).
+        after_update: called after every optimizer update and every held-out batch the gate scores (e.g. a
+            :class:`DutyCycle` that leaves CPU time to a control loop on the same machine).
 
     Returns:
         (new model, report); ``report.gate.passed`` says whether the new model should be used.
@@ -255,7 +336,7 @@ def finetune_dynamics(
     for p in new.parameters():  # leave the returned model in a plain inference state
         p.requires_grad_(False)
     new.eval()
-    gate = validation_gate(model, new, holdout, cfg.min_improvement)
+    gate = validation_gate(model, new, holdout, cfg.min_improvement, pace=after_update)
     log.info("finetune %s: %s", cfg.parts, gate.reason)
     report = FinetuneReport(
         steps=cfg.steps, parts=cfg.parts, train_loss_first=history[0]["loss"], train_loss_last=history[-1]["loss"],
