@@ -163,3 +163,46 @@ def test_latest_checkpoint_skips_corrupt(tmp_path):
     weights = tmp_path / "v0002" / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[:-10])  # truncated: must be skipped
     assert latest_checkpoint(tmp_path) == (1, tmp_path / "v0001")
+
+
+@pytest.mark.timeout(180)
+def test_finetuner_loop_guard_reads_the_planner_counters_and_survives_forged_ones(tmp_path):
+    """The guard's input is the planner's status on /diagnostics: between rounds it learns the loop's miss rate
+    from the counters' increments; a malformed status is counted and changes nothing."""
+    from simdist_ros import msgs
+
+    make_checkpoint(tmp_path / "init")
+    key_file = create_key_file(tmp_path / "launch" / "model_update.key")
+    params = {"robot": "go2", "checkpoint": str(tmp_path / "init"), "replay_dir": str(tmp_path / "replay"),
+              "output_dir": str(tmp_path / "ckpt"), "check_period_s": 0.2, "update_key_file": str(key_file)}
+    proc = start_node("finetuner_node", params, tmp_path / "ft.log")
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        diag = DiagnosticsCollector(context)
+        pub = diag.node.create_publisher(msgs.DiagnosticArray, topics.DIAGNOSTICS, qos.RELIABLE)
+
+        def planner(ticks, missed):
+            status = msgs.make_status("planner: planner", "ok", "", {"ticks": ticks, "missed_ticks": missed})
+            pub.publish(msgs.make_diagnostics([status], 0))
+
+        assert wait_for(lambda: diag.find("finetuner") is not None, 120, diag.spin), \
+            (tmp_path / "ft.log").read_text()[-3000:]
+        finetuner = lambda: diag.find("finetuner")  # noqa: E731
+        assert finetuner()["loop_guard_duty"] == "0.05" and finetuner()["loop_baseline_missed"] == "0"
+        counts = [(100, 0), (190, 10), (280, 20)]  # 10 % of the ticks missed in each report after the first
+        for ticks, missed in counts:
+            planner(ticks, missed)
+            diag.spin(0.3)
+        assert wait_for(lambda: float(finetuner()["loop_baseline_missed"]) > 0.015, 10, diag.spin), finetuner()
+        assert finetuner()["running"] == "False" and finetuner()["loop_guard_duty"] == "0.05"
+        baseline = finetuner()["loop_baseline_missed"]
+        status = msgs.make_status("planner: planner", "ok", "", {"ticks": "lots", "missed_ticks": "1"})
+        pub.publish(msgs.make_diagnostics([status], 0))
+        assert wait_for(lambda: finetuner()["loop_reports_malformed"] == "1", 10, diag.spin), finetuner()
+        assert finetuner()["loop_baseline_missed"] == baseline
+        assert stop(proc, signal.SIGINT) == 0, (tmp_path / "ft.log").read_text()[-3000:]
+    finally:
+        if proc.poll() is None:
+            stop(proc, signal.SIGKILL)
+        rclpy.shutdown(context=context)

@@ -33,10 +33,10 @@ Memory: this process holds no model and no data; it imports torch once to verify
 start (~260 MB RSS measured). The worker holds the model and memory-maps the dataset. It is started with the
 node, lowers its priority and imports torch then (not in the middle of the robot's run), and is replaced after
 :data:`WORKER_ROUNDS` rounds, so nothing accumulates over a long session. Why it is kept between rounds: a
-fresh worker per round spent ~3 s of CPU importing torch and ~3 s more before its first update (first calls),
-none of it paced; on a 2-vCPU VM that start cost the planner 10-20 missed ticks a second for ~14 s at every
-round, even under SCHED_IDLE (``simdist bench graph``). The gate's held-out evaluation is paced like the
-updates.
+fresh worker per round spent ~3 s of CPU importing torch and ~3 s more before its first update (2 s of them
+building the first optimizer), none of it paced; on a 2-vCPU VM that start cost the planner 10-20 missed
+ticks a second for ~14 s at every round, even under SCHED_IDLE (``simdist bench graph``). The gate's held-out
+evaluation is paced like the updates.
 
 Memory bound: 1.5 GiB RSS for the process tree, worker included (soak peak 818 MiB Go2, 1029 MiB UR5e).
 The worker memory-maps the replay dataset, so pages it touches count while it runs.
@@ -237,6 +237,11 @@ def _init_worker(shared_duty: Any, cpu_policy: str, nice: int, torch_threads: in
 
     torch.set_num_threads(int(torch_threads))
     import simdist_core.training.adapt  # noqa: F401  (the round's imports, paid here at low priority)
+
+    # The first optimizer a process builds costs ~2 s of CPU (torch imports its compiler stack lazily): pay it here.
+    weight = torch.zeros(1, requires_grad=True)
+    (2.0 * weight).sum().backward()
+    torch.optim.Adam([weight]).step()
 
 
 def _worker_ready() -> str:

@@ -37,6 +37,7 @@ Memory bound: 200 MiB RSS for the process (soak peak 79 MiB Go2, 108 MiB UR5e).
 from __future__ import annotations
 
 import json
+import os
 import queue
 import threading
 from dataclasses import dataclass
@@ -67,6 +68,7 @@ class ReplayParams:
     max_queue: int
     max_gap_ticks: float
     fsync: bool
+    nice: int
     diagnostics_period_s: float
 
     def __post_init__(self) -> None:
@@ -86,6 +88,8 @@ PARAMS = (
     P("max_gap_ticks", 1.5, "Observations further apart than this many periods start a new episode (a record "
       "is one period of dynamics)", lo=1.01, hi=1000.0, read_only=True),
     P("fsync", True, "fsync sealed chunks (leave on; off only for throwaway tests)", read_only=True),
+    P("nice", 10, "Priority decrease of this process: it may lag (the writer keeps 2 s of observations for it), "
+      "the control loop may not", lo=0, hi=19, read_only=True),
     P("diagnostics_period_s", 1.0, "Diagnostics period in seconds", lo=0.05, hi=60.0, read_only=True),
 )
 """The node's parameter table."""
@@ -104,6 +108,7 @@ class ReplayBufferNode(Node):
     def __init__(self, node_name: str = "replay_buffer") -> None:
         super().__init__(node_name)
         self.params = p = declare_table(self, PARAMS, ReplayParams)
+        os.nice(p.nice)  # its callback runs when the encoder publishes, i.e. while the planner plans
         self.spec = get_robot(p.robot)
         shard_dir = Path(p.output_dir).expanduser().resolve() / p.shard
         self.writer = ChunkWriter(shard_dir, chunk_steps=p.chunk_steps, fsync=p.fsync)
