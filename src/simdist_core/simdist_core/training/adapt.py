@@ -190,14 +190,17 @@ class DutyCycle:
 
     A finetuner that shares a 2-core machine with a 50 Hz control loop must leave the loop its CPU time
     even where the scheduler cannot (two hardware threads of one core share their execution units, so a
-    SCHED_IDLE trainer on the other thread still slows the planner). After a unit of work that took ``w``
-    seconds it sleeps ``w * (1 - fraction) / fraction``, so work takes at most ``fraction`` of the time.
-    The cost is plain: an update budget per wall second that is ``fraction`` of the unthrottled one.
+    SCHED_IDLE trainer on the other thread still slows the planner). After a unit of work that used ``w``
+    seconds of CPU it sleeps ``w * (1 - fraction) / fraction``, so the worker runs on a CPU at most
+    ``fraction`` of the time. CPU time, not wall time: a SCHED_IDLE worker on a busy machine waits for idle
+    CPU most of the time, and pacing its wall time as well throttled it twice (a 200-update round on a
+    2-vCPU VM did not finish in 4.5 minutes at a quarter duty). The cost is plain: an update budget per
+    wall second at most ``fraction`` of the unthrottled one.
     ``source``, if given, is read after every unit for the fraction to use (a :class:`LoopGuard` in another
     process sets it), clamped to ``[0.01, fraction]``.
     """
 
-    def __init__(self, fraction: float, clock: Callable[[], float] = time.perf_counter,
+    def __init__(self, fraction: float, clock: Callable[[], float] = time.process_time,
                  sleep: Callable[[float], None] = time.sleep, source: Callable[[], float] | None = None) -> None:
         if not 0.0 < fraction <= 1.0:
             raise ValueError(f"duty cycle fraction must be in (0, 1], got {fraction=}")
@@ -207,7 +210,7 @@ class DutyCycle:
         self.slept_s = 0.0
         """Total seconds slept (what the cap cost)."""
         self.worked_s = 0.0
-        """Total seconds of work timed."""
+        """Total seconds of work timed (CPU seconds with the default clock)."""
 
     def current(self) -> float:
         """The fraction the next pause uses."""
@@ -217,7 +220,7 @@ class DutyCycle:
         return min(self.fraction, max(0.01, wanted)) if math.isfinite(wanted) else self.fraction
 
     def effective(self) -> float:
-        """Share of the timed wall time spent working so far (1.0 before any work)."""
+        """Work over work + sleep so far (1.0 before any work): the duty actually used."""
         total = self.worked_s + self.slept_s
         return self.worked_s / total if total > 0 else 1.0
 
