@@ -35,11 +35,12 @@ real robots often produce at a lower rate), non-finite or mis-shaped input skips
 latent is published from bad input, the reason is logged (throttled) and counted in diagnostics. A tick
 with no new ``joint_states`` sample skips quietly so that the history gets exactly one row per sample.
 
-Episodes: a :class:`simdist_core.data.episodes.EpisodeTracker` (the rule the replay buffer and the bag
-converter use too) decides where an episode starts: an announced ``episode_start``, a joint or base/TCP
-jump (``reset_jump_rad`` / ``reset_jump_m``: a real robot picked up and put down), a gap of more than 2.5
-ticks, a stamp going backwards, or a dropped sample. The history then restarts (``history_restarts``) and
-the Go2 gait clock counts from that sample, so the replayed data sees the same gait phase as the model.
+Episodes: a :class:`simdist_core.data.episodes.EpisodeTracker` (the rule the bag converter uses too; the
+replay buffer takes the episode starts this node publishes on ``observation``) decides where an episode
+starts: an announced ``episode_start``, a joint or base/TCP jump (``reset_jump_rad`` / ``reset_jump_m``: a
+real robot picked up and put down), a gap of more than 2.5 ticks, a stamp going backwards, or a dropped
+sample. The history then restarts (``history_restarts``) and the Go2 gait clock counts from that sample, so
+the replayed data sees the same gait phase as the model.
 
 The encoder is frozen during adaptation (only dynamics are finetuned), so this node never reloads.
 Memory bound: 450 MiB RSS (soak peak 281 MiB Go2, 315 MiB UR5e: torch + the frozen model). What it holds:
@@ -277,11 +278,11 @@ class EncoderNode(Node):
         try:
             obs, obs_t_ns, restart = self._observation(now_ns)
             restart = restart or not self.history.ready
+            action_before = self._executed
             if restart:
                 self.history.reset(obs)
                 self._episodes += 1
-            action_before = self._executed
-            if not restart:
+            else:
                 self.history.record_action(action_before)
                 self.history.push(obs)
             latent = self._encode()

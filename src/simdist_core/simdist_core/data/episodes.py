@@ -1,10 +1,10 @@
 """Where an episode starts in a live sensor stream: the ONE rule shared by the encoder and the data path.
 
-The encoder node (history restart, Go2 gait clock), :class:`simdist_core.data.transitions.TransitionAssembler`
-(episode ids, gait clock) and therefore the replay buffer and the bag converter all feed each step to an
-:class:`EpisodeTracker`, so they cut the stream at the same steps and count the gait clock from the same
-origin: replayed Go2 proprio then equals the encoder's after a reset, and no training window spans a
-teleport.
+The encoder node (history restart, Go2 gait clock; the live replay buffer takes its episode starts from the
+encoder's ``observation`` stream) and :class:`simdist_core.data.transitions.TransitionAssembler` (episode ids,
+gait clock; the bag converter) feed each step to an :class:`EpisodeTracker`, so they cut the stream at the
+same steps and count the gait clock from the same origin: replayed Go2 proprio then equals the encoder's after
+a reset, and no training window spans a teleport.
 
 A new episode starts at a step when
     * it is the first step the tracker sees;

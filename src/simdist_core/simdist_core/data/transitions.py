@@ -1,8 +1,10 @@
-"""Sensor messages -> per-step dataset records: the ONE assembly path for live replay and recorded bags.
+"""Sensor messages -> per-step dataset records: the assembly path for recorded bags.
 
-Used by the ROS replay-buffer node (rclpy messages) and by :func:`simdist_core.data.bag.bag_to_dataset`
-(rosbags messages). Both message flavours have the same field names, so the extractors below read
-attributes only and never import a ROS package (``simdist_core`` stays ROS-free).
+Used by :func:`simdist_core.data.bag.bag_to_dataset` (rosbags messages) and by tests with rclpy messages;
+both flavours have the same field names, so the extractors below read attributes only and never import a
+ROS package (``simdist_core`` stays ROS-free). The live replay buffer records the encoder's own observation
+stream instead (:mod:`simdist_core.data.observed_steps`): the observations here are built with the same
+core proprio function the encoder uses, so the two paths agree (tested bit for bit).
 
 Assembly rule (identical live and offline, messages taken in arrival / log-time order):
     * every sensor message updates the latest value of its kind (stamp = ``header.stamp``);
