@@ -3,14 +3,19 @@
 from simdist_ros import demo
 
 
-def test_go2_progress_ignores_reset_jumps_and_tracks_swaps():
-    prog = demo.Progress(kind="odom")
-    for i in range(121):  # 0.1 m/s forward for 120 s, sampled at 1 Hz
-        prog.on_odom_x(float(i), 0.1 * i)
-    prog.on_odom_x(121.0, -3.0)  # task reset: a 15 m jump back is not progress
-    prog.on_odom_x(122.0, -2.9)
-    assert abs(prog.total - (12.0 + 0.1)) < 1e-9
-    # window [62 s, 122 s]: 0.1 m/s from 62 to 120 s (5.8 m) + 0.1 m after the reset
+def _robot(t_s: float, progress_m: float, commanded_m: float = 0.0, **extra: str) -> dict[str, str]:
+    """The sim robot's diagnostics values as the demo receives them (strings)."""
+    return {"sim_time_s": str(t_s), "progress_m": str(progress_m), "commanded_m": str(commanded_m), **extra}
+
+
+def test_go2_progress_follows_the_robots_running_distance_and_tracks_swaps():
+    prog = demo.Progress(kind="distance")
+    for i in range(121):  # 0.1 m/s forward for 120 s, one diagnostics message a second
+        prog.on_robot(_robot(float(i), 0.1 * i))
+    prog.on_robot({"sim_time_s": "121.0", "falls": "1"})  # a message without the distance changes nothing
+    prog.on_robot(_robot(122.0, 12.1))
+    assert abs(prog.total - 12.1) < 1e-9 and prog.falls == [(121.0, 1.0)]
+    # window [62 s, 122 s]: 0.1 m/s from 62 to 120 s (5.8 m) + 0.1 m after
     assert abs(prog.last_minute() - 5.9) < 1e-9
     prog.on_planner({"model_version": "0"})
     prog.on_planner({"model_version": "0"})
@@ -27,9 +32,9 @@ def test_ur5e_progress_counts_successful_episodes_once():
 
 
 def test_plot_written(tmp_path):
-    prog = demo.Progress(kind="odom")
+    prog = demo.Progress(kind="distance")
     for i in range(10):
-        prog.on_odom_x(float(i), 0.05 * i)
+        prog.on_robot(_robot(float(i), 0.05 * i))
     prog.swaps.append((5.0, "1"))
     path = demo.plot_progress(prog, "m forward", "test", tmp_path / "p.png")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -41,12 +46,10 @@ def test_demo_refuses_missing_checkpoint(tmp_path, capsys):
 
 
 def test_adaptation_phases_compare_the_shipped_model_with_the_last_minute_of_adapted_ones():
-    prog = demo.Progress(kind="odom")
-    prog.on_cmd_vel(0.1)  # asked for 0.1 m/s throughout
-    for i in range(181):  # 0.05 m/s until the first swap at 60 s, 0.075 m/s until 120 s, then 0.1 m/s
+    prog = demo.Progress(kind="distance")
+    for i in range(181):  # 0.05 m/s until the first swap at 60 s, 0.075 m/s until 120 s, then 0.1 m/s (as asked)
         x = 0.05 * min(i, 60) + 0.075 * max(0, min(i, 120) - 60) + 0.1 * max(0, i - 120)
-        prog.on_odom_x(float(i), x)
-        prog.on_robot({"sim_time_s": str(i), "falls": str(min(i, 60) // 20)})  # 3 falls before the swap, none after
+        prog.on_robot(_robot(float(i), x, 0.1 * i, falls=str(min(i, 60) // 20)))  # 3 falls before the swap
     prog.swaps += [(60.0, "2"), (120.0, "3"), (175.0, "4")]
     phases = prog.phases(after_s=60.0)
     assert abs(phases["shipped"]["progress_per_min"] - 3.0) < 1e-6
@@ -57,9 +60,9 @@ def test_adaptation_phases_compare_the_shipped_model_with_the_last_minute_of_ada
     assert phases["ratio"]["progress_adapted_over_shipped"] == 2.0
     assert phases["shipped"]["progress_over_commanded"] == 0.5 and phases["adapted"]["progress_over_commanded"] == 1.0
     assert phases["ratio"]["tracking_adapted_over_shipped"] == 2.0
-    no_swap = demo.Progress(kind="odom")
-    no_swap.on_odom_x(0.0, 0.0)
-    no_swap.on_odom_x(30.0, 1.0)
+    no_swap = demo.Progress(kind="distance")
+    no_swap.on_robot(_robot(0.0, 0.0))
+    no_swap.on_robot(_robot(30.0, 1.0))
     assert no_swap.phases()["adapted"]["progress_per_min"] is None
 
 
@@ -82,7 +85,7 @@ def test_fixed_seed_evaluation_compares_both_models_on_the_same_episodes(tmp_pat
     text = demo._evaluation_lines(ev, "m forward")
     assert "2 episodes, seeds 1001.." in text and "adapted / shipped" in text
 
-    prog = demo.Progress(kind="odom")
+    prog = demo.Progress(kind="distance")
     assert demo._last_adapted(tmp_path / "run", prog) is None, "no swap: nothing adapted to evaluate"
     prog.swaps.append((50.0, "3"))
     assert demo._last_adapted(tmp_path / "run", prog) == adapted

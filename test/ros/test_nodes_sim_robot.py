@@ -170,6 +170,20 @@ def test_sim_robot_resets_on_fall_and_applies_overrides():
         assert len(ended) == 1 and ended[0]["cause"] == "fell", (fell, reports)
         # The crouch goes on: episode k was reset with seed 41 + k (episode_seeds).
         assert all(r["seed"] == 41 + r["episode"] for r in reports), reports
+
+        # The running distance in diagnostics = the finished episodes' progress (their reports) + the current one's.
+        def distance_adds_up() -> bool:
+            values = diag_values(diags, "sim robot")
+            finished = int(values.get("episodes", "0")) - 1
+            by_index = {r["episode"]: r for r in (json.loads(m.data) for m in results)}
+            if "progress_m" not in values or any(k not in by_index for k in range(finished)):
+                return False
+            done_m = sum(by_index[k]["metrics"]["forward_progress_m"] for k in range(finished))
+            running_m = float(values["progress_m"]) - float(values["metric/forward_progress_m"])
+            return finished >= 2 and abs(running_m - done_m) < 1e-5 * (1.0 + abs(done_m))
+
+        assert obs.spin_until(distance_adds_up, 30.0, on_spin=send), (diag_values(diags, "sim robot"), len(results))
+        assert float(diag_values(diags, "sim robot")["commanded_m"]) > 0.0, "the command's distance was not counted"
     finally:
         obs.close()
         rc = node.stop()

@@ -10,8 +10,8 @@ lets it warm up for ``--warmup-s`` simulated seconds, then measures ``--seconds`
   command answers the state the step starts from, as in the in-process evaluation); watchdog holds;
 * the planner's own view: tick latency p50/p99 (wall ms, its last ``runtime.STAT_WINDOW`` ticks), ticks
   it missed, plans, model swaps;
-* the task: falls and forward progress (Go2, from ``odom``; resets excluded) or insertions (UR5e) per
-  simulated minute; finetune rounds and what the last one cost in wall time.
+* the task: falls and forward progress (Go2, the simulated robot's ``progress_m`` in its diagnostics;
+  resets excluded) or insertions (UR5e) per simulated minute; finetune rounds and what the last one cost in wall time.
 
 Every ratio is taken from counters of one node's own diagnostics message, so messages that arrive at
 different times cannot skew it. Prints one table (a column per executor) and writes JSON with the
@@ -56,7 +56,7 @@ class Snapshot:
 
 @dataclass
 class Monitor:
-    """Listens to ``/diagnostics`` and ``odom`` in a private rclpy context."""
+    """Listens to ``/diagnostics`` and ``episode_result`` in a private rclpy context (nothing at 50 Hz)."""
 
     robot: str
     diagnostics: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -67,14 +67,13 @@ class Monitor:
 
     def __post_init__(self) -> None:
         from diagnostic_msgs.msg import DiagnosticArray
-        from nav_msgs.msg import Odometry
         from std_msgs.msg import String
 
         from simdist_ros import msgs, qos, topics
         from simdist_ros.demo import Progress
         from simdist_ros.listener import Listener
 
-        self.progress = Progress(kind="odom" if self.robot == "go2" else "success")
+        self.progress = Progress(kind="distance" if self.robot == "go2" else "success")
         self.listener = Listener("graph_bench_monitor")
 
         def on_diag(msg: DiagnosticArray) -> None:
@@ -93,10 +92,6 @@ class Monitor:
                                         _num(values, "command_delay_periods_0"), float(running)))
                 self.diagnostics[node] = values
 
-        def on_odom(msg: Odometry) -> None:
-            if self.progress.kind == "odom":
-                self.progress.on_odom_x(msgs.stamp_to_ns(msg.header.stamp) * 1e-9, msg.pose.pose.position.x)
-
         def on_result(msg: String) -> None:
             try:
                 result = json.loads(msg.data)
@@ -106,7 +101,6 @@ class Monitor:
 
         self.listener.subscribe(DiagnosticArray, topics.DIAGNOSTICS, on_diag, qos.RELIABLE)
         self.listener.subscribe(String, topics.EPISODE_RESULT, on_result, qos.EPISODE_RESULT)
-        self.listener.subscribe(Odometry, topics.ODOM, on_odom, qos.SENSOR)
 
     @property
     def swaps(self) -> int:
