@@ -78,3 +78,61 @@ def test_default_executor_counts_passes_and_callbacks(monkeypatch):
 def test_unknown_executor_is_a_clear_error():
     with pytest.raises(ValueError, match="valid: single, events, multi"):
         runtime.make_executor("threads")
+
+
+def test_watchdog_is_due_only_after_the_regular_tick_stopped():
+    """The decision alone, on made-up node-clock times (no threads involved)."""
+    import rclpy
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        node = Node("watchdog_due", context=context)
+        dog = runtime.Watchdog(node, period_ns=100, callback=lambda: None, first_periods=1.5)
+        dog.close()  # only the decision is under test here
+        assert dog.due_in_ns(1_000) <= 0, "no tick yet: due at once"
+        dog.ticked(1_000)
+        assert dog.due_in_ns(1_000) == 150 and dog.due_in_ns(1_100) == 50 and dog.due_in_ns(1_150) <= 0
+        dog._last_fire_ns = 1_150  # it fired: next one a period later unless a tick comes
+        assert dog.due_in_ns(1_200) == 50 and dog.due_in_ns(1_250) <= 0
+        dog.ticked(1_240)
+        assert dog.due_in_ns(1_250) == 140
+        assert dog.due_in_ns(500) <= 0, "a clock that went back (a restarted simulation) is no reason to wait"
+        node.destroy_node()
+    finally:
+        rclpy.shutdown(context=context)
+
+
+def test_watchdog_runs_its_callback_in_the_executor_only_while_ticks_are_missing():
+    import rclpy
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        node = Node("watchdog_live", context=context)
+        executor = CountingExecutor(context=context)
+        executor.add_node(node)
+        fired: list[int] = []
+        # A long period: the quiet phase below only fails if this process stalls for more than 1.5 s.
+        dog = runtime.Watchdog(node, period_ns=1_000_000_000, first_periods=1.5,
+                               callback=lambda: fired.append(threading.get_ident()))
+
+        def spin_until(cond, seconds, tick=False):
+            end = time.monotonic() + seconds
+            while time.monotonic() < end and not cond():
+                if tick:
+                    dog.ticked(node.get_clock().now().nanoseconds)
+                executor.spin_once(timeout_sec=0.02)
+            return cond()
+
+        assert spin_until(lambda: len(fired) >= 1, 10.0), "no regular tick ever: the watchdog must fire"
+        assert fired[0] == threading.get_ident(), "the callback runs in the thread that spins the executor"
+        count = len(fired)
+        spin_until(lambda: False, 1.3, tick=True)  # regular ticks keep coming (past when the next firing was due)
+        assert len(fired) == count, "the watchdog fired although the regular tick ran"
+        assert spin_until(lambda: len(fired) > count, 10.0), "ticks stopped: the watchdog must fire again"
+        dog.close()
+        executor.shutdown()
+        node.destroy_node()
+    finally:
+        rclpy.shutdown(context=context)

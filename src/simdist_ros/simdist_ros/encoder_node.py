@@ -26,8 +26,10 @@ Timing: the node encodes as soon as a step's sensor bundle is complete (every se
 stamped at or after the newest ``joint_states`` not yet encoded; with ``wait_for_exteroception`` false the
 height map / camera need only be within their age limit, for robots whose exteroception runs slower than
 the control rate), so the planner, which plans on each latent, answers an observation within one control
-period. A control-rate timer catches a step whose bundle never completes (a sensor that stopped): it
-encodes the newest ``joint_states`` sample with whatever else is fresh enough, or says why it cannot.
+period. A watchdog (``runtime.Watchdog``: a thread that wakes the executor only when it is due, where a
+control-rate ROS timer cost ~4 % of a core) catches a step whose bundle never completes (a sensor that
+stopped): 1.5 periods after the last complete bundle, then once a period, it encodes the newest
+``joint_states`` sample with whatever else is fresh enough, or says why it cannot.
 
 Subscriptions only store the newest raw message; the tick validates and converts them. Any missing,
 late (older than ``max_input_age_ticks`` periods; ``max_image_age_ticks`` for the height map / camera, which
@@ -67,7 +69,15 @@ from std_msgs.msg import Float32MultiArray, Float64MultiArray, Header
 from simdist_ros import msgs, qos, topics
 from simdist_ros.model_swap import load_model
 from simdist_ros.params import P, TunableParams, declare_table
-from simdist_ros.runtime import TickStats, executor_counts, manifest_get, resolve_checkpoint, run_node, setup_torch
+from simdist_ros.runtime import (
+    TickStats,
+    Watchdog,
+    executor_counts,
+    manifest_get,
+    resolve_checkpoint,
+    run_node,
+    setup_torch,
+)
 from simdist_ros.sensors import SENSOR_TOPICS, joint_names, obs_from_messages
 
 
@@ -199,7 +209,8 @@ class EncoderNode(Node):
         self._observation_pub = self.create_publisher(Float32MultiArray, topics.OBSERVATION,
                                                       qos.OBSERVATION(self.control_hz))
         self._diag_pub = self.create_publisher(msgs.DiagnosticArray, topics.DIAGNOSTICS, qos.RELIABLE)
-        self.create_timer(1.0 / self.control_hz, self._tick, callback_group=tick_group)  # catches incomplete bundles
+        # Catches a step whose bundle never completes (a sensor sample lost or stopped), 1.5 periods after the last.
+        self._watchdog = Watchdog(self, self.period_ns, self._tick, callback_group=tick_group)
         self.create_timer(params.diagnostics_period_s, self._publish_diagnostics, callback_group=io_group)
         self.get_logger().info(f"encoder for {self.spec.name} at {self.control_hz:g} Hz, checkpoint {path}"
                                + (f", task command {self._command.tolist()} until one arrives" if self.spec.command_dim
@@ -216,6 +227,7 @@ class EncoderNode(Node):
             self._latest[key] = msg
             if self._bundle_complete():
                 self._bundle_stamp = self._latest["joint_states"].header.stamp  # one attempt per bundle
+                self._watchdog.ticked(self.get_clock().now().nanoseconds)
                 self._tick()
 
         return callback
@@ -225,7 +237,7 @@ class EncoderNode(Node):
 
         Each bundle triggers one attempt: a bundle the tick rejects (a NaN, a wrong shape) is not retried on
         every later message of the same step. Stamps are read without validation (a malformed message
-        never completes a bundle; the timer then reports it through the usual checks).
+        never completes a bundle; the watchdog then reports it through the usual checks).
         """
         joints = self._latest.get("joint_states")
         if joints is None:
@@ -412,6 +424,10 @@ class EncoderNode(Node):
         message = self._last_skip or f"encoding at {self.control_hz:g} Hz"
         status = msgs.make_status(f"{self.get_name()}: encoder", level, message, values, self.spec.name)
         self._diag_pub.publish(msgs.make_diagnostics([status], self.get_clock().now().nanoseconds))
+
+    def close(self) -> None:
+        """Stop the watchdog thread (before rclpy shuts down)."""
+        self._watchdog.close()
 
 
 def main(args: list[str] | None = None) -> int:
