@@ -92,5 +92,21 @@ def test_loop_guard_backs_off_when_training_costs_the_loop_ticks_and_ramps_up_wh
     assert guard.duty == 0.05, "never below the floor"
     for bad in ((float("nan"), 1), (-5, 1), (0, 0)):  # malformed reports change nothing
         assert guard.report(*bad, training=True) == 0.05
+    for late in (float("nan"), -1, 51):  # nor do impossible counts of late ticks
+        assert guard.report(50, 0, training=True, late=late) == 0.05
+
+
+def test_loop_guard_backs_off_when_training_makes_ticks_late():
+    """The tick-latency half of the budget: ticks longer than a period may rise by ``late_margin`` at most."""
+    from simdist_core.training.adapt import LoopGuard
+
+    guard = LoopGuard(ceiling=0.8, floor=0.1, late_margin=0.01, step=0.1, baseline_weight=1.0)
+    guard.report(100, 0, training=False, late=1)  # 1 % of the ticks late without training: the baseline
+    assert guard.late_baseline == pytest.approx(0.01)
+    for _ in range(10):
+        guard.report(100, 0, training=True, late=2)  # 2 %: within the margin
+    assert guard.duty == pytest.approx(0.8)
+    guard.report(100, 0, training=True, late=3)  # 3 %: over it, although no tick was missed
+    assert guard.duty == pytest.approx(0.4) and guard.backoffs == 1
     with pytest.raises(ValueError, match="floor"):
         LoopGuard(ceiling=0.1, floor=0.2)

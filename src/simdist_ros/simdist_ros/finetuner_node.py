@@ -9,10 +9,10 @@ torch to ``torch_threads`` threads, runs under ``cpu_policy`` (Linux SCHED_IDLE 
 and trains at most ``cpu_duty`` of the wall time, so the control loop keeps its CPU time;
 ``simdist bench graph`` measures what each setting leaves it). With ``loop_guard`` (the default) the share
 actually used follows the control loop's health: :class:`simdist_core.training.adapt.LoopGuard` reads the
-planner's ticks and missed ticks from ``/diagnostics`` (the status named ``loop_status``), learns how many
-the loop misses between rounds, and during a round halves the worker's duty whenever the loop misses more
-than that, raising it again while the loop keeps up (between ``min_duty`` and ``cpu_duty``; the worker reads it
-from shared memory after every update):
+planner's ticks, missed ticks and ticks longer than a period (``deadline_misses``) from ``/diagnostics`` (the
+status named ``loop_status``), learns how many the loop misses and runs late between rounds, and during a round
+halves the worker's duty whenever the loop misses or runs late more than that, raising it again while the loop
+keeps up (between ``min_duty`` and ``cpu_duty``; the worker reads it from shared memory after every update):
 ``simdist_core.training.adapt.finetune_dynamics`` on the replay dataset (checksums verified on open),
 validated on the newest ``holdout_fraction`` of the steps (held out, the data the robot faces next).
 If the gate passes, the worker writes ``<output_dir>/v<version>`` with
@@ -281,7 +281,7 @@ class FinetunerNode(Node):
         spawn = multiprocessing.get_context("spawn")
         self.guard = LoopGuard(ceiling=p.cpu_duty, floor=min(p.min_duty, p.cpu_duty)) if p.loop_guard else None
         self._shared_duty = spawn.Value("d", self.guard.duty, lock=False) if self.guard else None
-        self._loop_counts: tuple[float, float] | None = None  # the planner's last (ticks, missed_ticks)
+        self._loop_counts: tuple[float, float, float] | None = None  # the planner's last (ticks, missed, late)
         self._pool = ProcessPoolExecutor(max_workers=1, mp_context=spawn, initializer=_init_worker,
                                          initargs=(self._shared_duty, p.cpu_policy, p.nice, p.torch_threads),
                                          max_tasks_per_child=WORKER_ROUNDS + 1)  # + the start-up job
@@ -349,16 +349,18 @@ class FinetunerNode(Node):
             if status.name != self.params.loop_status:
                 continue
             values = msgs.status_values(status)
-            try:
-                counts = (float(values["ticks"]), float(values["missed_ticks"]))
+            try:  # a planner without deadline_misses reports no late ticks
+                counts = (float(values["ticks"]), float(values["missed_ticks"]),
+                          float(values.get("deadline_misses", "0")))
             except (KeyError, ValueError):
                 self.counts["loop_reports_malformed"] += 1
                 return
             last, self._loop_counts = self._loop_counts, counts
-            if last is None or counts[0] < last[0] or counts[1] < last[1]:  # first report, or a restarted planner
-                return
+            if last is None or any(now < before for now, before in zip(counts, last, strict=True)):
+                return  # first report, or a restarted planner
             training = self._future is not None and not self._future.done()
-            duty = self.guard.report(counts[0] - last[0], counts[1] - last[1], training=training)
+            duty = self.guard.report(counts[0] - last[0], counts[1] - last[1], training=training,
+                                     late=counts[2] - last[2])
             self._shared_duty.value = duty
             return
 
@@ -446,7 +448,9 @@ class FinetunerNode(Node):
                           cpu_duty=self.last_result.get("cpu_duty", 1.0))
         if self.guard is not None:
             values.update(loop_guard_duty=round(self.guard.duty, 3),
-                          loop_baseline_missed=round(self.guard.baseline, 4), loop_guard_backoffs=self.guard.backoffs)
+                          loop_baseline_missed=round(self.guard.baseline, 4),
+                          loop_baseline_late=round(self.guard.late_baseline, 4),
+                          loop_guard_backoffs=self.guard.backoffs)
         level = "error" if self.counts["errors"] else "ok"
         status = msgs.make_status(f"{self.get_name()}: finetuner", level, f"parent {self.parent.name}", values)
         self._diag_pub.publish(msgs.make_diagnostics([status], self.get_clock().now().nanoseconds))
