@@ -190,14 +190,14 @@ def test_finetuner_loop_guard_reads_the_planner_counters_and_survives_forged_one
         assert wait_for(lambda: diag.find("finetuner") is not None, 120, diag.spin), \
             (tmp_path / "ft.log").read_text()[-3000:]
         finetuner = lambda: diag.find("finetuner")  # noqa: E731
-        assert finetuner()["loop_guard_duty"] == "0.25" and finetuner()["loop_baseline_missed"] == "0"
+        assert finetuner()["loop_guard_duty"] == "0.1" and finetuner()["loop_baseline_missed"] == "0"
         counts = [(100, 0, 0), (190, 10, 5), (280, 20, 10)]  # 10 % missed and 5 % late in each report after the first
         for ticks, missed, late in counts:
             planner(ticks, missed, late)
             diag.spin(0.3)
         assert wait_for(lambda: float(finetuner()["loop_baseline_missed"]) > 0.015, 10, diag.spin), finetuner()
         assert float(finetuner()["loop_baseline_late"]) > 0.0075, finetuner()
-        assert finetuner()["running"] == "False" and finetuner()["loop_guard_duty"] == "0.25"
+        assert finetuner()["running"] == "False" and finetuner()["loop_guard_duty"] == "0.1"
         baseline = finetuner()["loop_baseline_missed"]
         status = msgs.make_status("planner: planner", "ok", "", {"ticks": "lots", "missed_ticks": "1"})
         pub.publish(msgs.make_diagnostics([status], 0))
