@@ -128,12 +128,13 @@ class Watchdog:
         # thread looks again); capped at one period so a clock that jumps ahead is noticed within a period.
         while not self._stop.is_set():
             wait_ns = self.due_in_ns(self._clock.now().nanoseconds)
-            if wait_ns <= 0 and not self._pending:
-                self._pending = True
-                try:
-                    self._guard.trigger()
-                except InvalidHandle:  # the node is being destroyed
-                    return
+            if wait_ns <= 0:
+                if not self._pending:  # else the executor is busy and will run it: no polling meanwhile
+                    self._pending = True
+                    try:
+                        self._guard.trigger()
+                    except InvalidHandle:  # the node is being destroyed
+                        return
                 wait_ns = self.period_ns
             self._stop.wait(min(max(wait_ns, 1_000_000), self.period_ns) * 1e-9)
 

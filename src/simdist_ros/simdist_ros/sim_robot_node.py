@@ -442,7 +442,7 @@ class SimRobotNode(Node):
         self._clock_pub.publish(msgs.make_clock(self.sim_ns))
 
     def _publish_task_command(self, command: np.ndarray) -> None:
-        """Publish the task's command when it changes, and again every ``TASK_COMMAND_REPEAT_S`` of sim time.
+        """Publish the task's command when it changes, and again every ``TASK_COMMAND_REPEAT_NS`` of sim time.
 
         An operator's command changes rarely (here: at resets); sending it with every step cost a message per
         control period to the simulator and to every subscriber (~0.3 ms to publish and ~0.4 ms to receive one
