@@ -6,7 +6,8 @@ next check after a chunk_ready; an announced count the disk does not hold is log
 ``chunk_counts_refused``). Once ``min_new_steps`` steps arrived since the last round, it runs ONE round
 in a worker process (``multiprocessing`` spawn, so torch lives outside this process; the worker caps
 torch to ``torch_threads`` threads, runs under ``cpu_policy`` (Linux SCHED_IDLE by default) at ``nice``,
-and trains at most ``cpu_duty`` of the wall time, so the control loop keeps its CPU time;
+and runs on a CPU at most ``cpu_duty`` of the time (it sleeps in proportion to the CPU time it used), so the
+control loop keeps its CPU time;
 ``simdist bench graph`` measures what each setting leaves it). With ``loop_guard`` (the default) the share
 actually used follows the control loop's health: :class:`simdist_core.training.adapt.LoopGuard` reads the
 planner's ticks, missed ticks and ticks longer than a period (``deadline_misses``) from ``/diagnostics`` (the
@@ -122,8 +123,8 @@ PARAMS = (
       read_only=True),
     P("cpu_policy", "idle", "Worker CPU scheduling: idle (Linux SCHED_IDLE: only CPU time the control loop "
       "leaves) or nice (the nice value alone)", read_only=True),
-    P("cpu_duty", 1.0, "Most share of wall time the worker trains; it sleeps the rest (1 = no cap; the update "
-      "rate scales with it)", lo=0.05, hi=1.0, read_only=True),
+    P("cpu_duty", 1.0, "Most share of the time the worker runs on a CPU; after each update it sleeps in proportion "
+      "to the CPU time it used (1 = no cap; the update rate scales with it)", lo=0.05, hi=1.0, read_only=True),
     P("loop_guard", True, "Lower the worker's duty (at most cpu_duty) while the planner misses more ticks, or runs "
       "more of them longer than a period, than it does between rounds", read_only=True),
     P("min_duty", 0.1, "loop_guard never sets the duty below this (2-vCPU VM, beside training: with 0.1 the planner "

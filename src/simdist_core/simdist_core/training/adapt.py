@@ -186,7 +186,7 @@ def validation_gate(
 
 
 class DutyCycle:
-    """Caps the share of wall time a loop spends working: call it after each unit of work.
+    """Caps the share of time a loop spends working (on a CPU): call it after each unit of work.
 
     A finetuner that shares a 2-core machine with a 50 Hz control loop must leave the loop its CPU time
     even where the scheduler cannot (two hardware threads of one core share their execution units, so a
