@@ -19,10 +19,10 @@ probe_cfgs = {b: planner_config(manifest, parse_budget(b), weight) for b in budg
 rows = []
 
 class Diag(MPPIPlanner):
-    def plan_latent(self, latent):
+    def plan_latent(self, latent, committed=None, **kwargs):
         with torch.inference_mode():
             pi = self.model.pi(latent)[:, :25]
-            g_pi = float(self._returns(latent, pi))
+            g_pi = float(self._rollout(latent, pi)[0])
             row = {"g_prior": g_pi}
             for b, c in probe_cfgs.items():
                 p = MPPIPlanner(self.model, c, seed=len(rows))
@@ -31,7 +31,7 @@ class Diag(MPPIPlanner):
                 m = torch.from_numpy(r.mean)
                 row[b] = {"gain": r.value - g_pi, "dist2": float((m - pi[0]).pow(2).sum(-1).mean())}
         rows.append(row)
-        return super().plan_latent(latent)
+        return super().plan_latent(latent, committed, **kwargs)
 
 planner = Diag(model, planner_config(manifest, parse_budget("32x1")), seed=1000)
 evaluate(model, EvalConfig(task=task, episodes=2, seconds=1.0, seed=1000), planner=planner, manifest=manifest)
