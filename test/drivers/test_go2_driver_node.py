@@ -133,9 +133,13 @@ def test_driver_node_topics_services_and_estop(graph):
         # leg that carries more than its share of the weight (the stance after stand-up varies from run to run
         # with the machine's load) sags far enough for the test's +-0.1 rad offset to cross that bound. The
         # command must reach the robot everywhere else, and the robot must receive exactly what was sent.
+        # A held joint's target then also moves by at most max_step a tick (seen under heavy load); that clamp is
+        # allowed on held joints only.
         held = sent.clamped.get("tracking_error", np.zeros(12, bool))
         free = ~held
-        return (sent.mode is Mode.ACTIVE and bool(received["exec"]) and set(sent.clamped) <= {"tracking_error"}
+        stepped = sent.clamped.get("max_step", np.zeros(12, bool))
+        return (sent.mode is Mode.ACTIVE and bool(received["exec"])
+                and set(sent.clamped) <= {"tracking_error", "max_step"} and not (stepped & free).any()
                 and held.sum() <= 2 and np.allclose(sent.q_rad[free], target[free], atol=1e-4)
                 and np.allclose(np.asarray(received["exec"][-1])[free], action[free], atol=1e-4)
                 and np.allclose(sim.stats()["cmds"][-1][:, 1], sent.q_rad[gc.MUJOCO_TO_SDK], atol=1e-4))
