@@ -44,6 +44,14 @@ from simdist_core.sim.base import make_env
 from simdist_core.training.adapt import finetune_dynamics
 
 
+def predicted_reward(model: torch.nn.Module, obs: dict[str, torch.Tensor], action: np.ndarray) -> float:
+    """The model's reward for executing ``action`` (A,) from the model input ``obs`` (one step)."""
+    with torch.inference_mode():
+        latent = model.encode(obs)
+        a = torch.as_tensor(action)[None, None]
+        return float(model.reward(latent, model.predict(latent, a), a)[0, 0])
+
+
 class RecordingPlanner:
     """Wraps an MPPI planner; remembers the predicted reward of the action it returns and the plan's return."""
 
@@ -57,11 +65,7 @@ class RecordingPlanner:
     def plan(self, obs: dict[str, torch.Tensor]):  # noqa: ANN201 (PlanResult)
         """Plan, then score the executed first action with the same model."""
         result = self.planner.plan(obs)
-        model = self.planner.model
-        with torch.inference_mode():
-            latent = model.encode(obs)
-            action = torch.as_tensor(result.action)[None, None]
-            self.predicted_reward = float(model.reward(latent, model.predict(latent, action), action)[0, 0])
+        self.predicted_reward = predicted_reward(self.planner.model, obs, result.action)
         self.plan_return = result.value
         return result
 
@@ -80,10 +84,7 @@ class RecordingExpert:
     def plan(self, obs: dict[str, torch.Tensor]) -> np.ndarray:
         """The expert's action, scored by the model's reward head like the planner's."""
         action = np.clip(self.expert.act(self.env), -1.0, 1.0).astype(np.float32)
-        with torch.inference_mode():
-            latent = self.model.encode(obs)
-            a = torch.as_tensor(action)[None, None]
-            self.predicted_reward = float(self.model.reward(latent, self.model.predict(latent, a), a)[0, 0])
+        self.predicted_reward = predicted_reward(self.model, obs, action)
         return action
 
 
