@@ -136,3 +136,28 @@ def test_watchdog_runs_its_callback_in_the_executor_only_while_ticks_are_missing
         node.destroy_node()
     finally:
         rclpy.shutdown(context=context)
+
+
+def test_full_collections_are_counted_and_the_startup_heap_is_frozen():
+    import gc
+
+    pauses = runtime.FullCollectionPauses()
+    pauses.install()
+    pauses.install()  # idempotent: one callback, each collection counted once
+    try:
+        gc.collect(0)  # a young collection is not a full one
+        assert pauses.values()["gc_full_collections"] == 0
+        gc.collect()
+        gc.collect()
+        values = pauses.values()
+        assert values["gc_full_collections"] == 2
+        assert 0 <= values["gc_full_max_ms"] <= values["gc_full_total_ms"]
+        assert set(runtime.process_counts()) >= {"gc_full_collections", "gc_full_max_ms", "gc_full_total_ms"}
+
+        before = gc.get_freeze_count()
+        kept = [[i] for i in range(1000)]  # alive at "start-up": moved out of the collected generations
+        runtime.freeze_startup_heap()
+        assert gc.get_freeze_count() >= before + len(kept)
+    finally:
+        gc.callbacks.remove(pauses._on_gc)
+        gc.unfreeze()

@@ -72,8 +72,8 @@ from simdist_ros.params import P, TunableParams, declare_table
 from simdist_ros.runtime import (
     TickStats,
     Watchdog,
-    executor_counts,
     manifest_get,
+    process_counts,
     resolve_checkpoint,
     run_node,
     setup_torch,
@@ -418,7 +418,7 @@ class EncoderNode(Node):
             "deadline_misses": self.stats.deadline_misses,
             "input_age_s": self._input_age_s,
             **counts,
-            **executor_counts(),
+            **process_counts(),
         }
         level = "warn" if self._last_skip else "ok"
         message = self._last_skip or f"encoding at {self.control_hz:g} Hz"

@@ -66,7 +66,7 @@ from std_msgs.msg import String
 from simdist_ros import msgs, qos, topics
 from simdist_ros.model_update import make_announcement
 from simdist_ros.params import P, declare_table
-from simdist_ros.runtime import executor_counts, resolve_checkpoint, run_node
+from simdist_ros.runtime import process_counts, resolve_checkpoint, run_node
 
 _VERSION_DIR = re.compile(r"^v(\d+)$")
 
@@ -442,7 +442,7 @@ class FinetunerNode(Node):
     def _publish_diagnostics(self) -> None:
         values = {"rounds": self.rounds, "running": self._future is not None, "known_steps": self.known_steps,
                   "trained_upto": self.trained_upto, "parent": str(self.parent), **self.counts,
-                  **executor_counts()}
+                  **process_counts()}
         if self.last_result:  # what the last round cost: its wall time under the worker's CPU policy
             values.update(last_round_wall_s=round(float(self.last_result.get("wall_s", float("nan"))), 2),
                           cpu_policy=self.last_result.get("cpu_policy", "?"),

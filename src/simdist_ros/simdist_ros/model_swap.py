@@ -139,7 +139,8 @@ class ModelSwapper:
         self._settling = False
         self._stop = False
         self._counts = {"swaps": 0, "swaps_refused": 0, "missed_ticks_in_swap": 0, "ticks_in_swap": 0,
-                        "updates_already_running": 0, **{f"refused_{kind}": 0 for kind in REFUSAL_KINDS}}
+                        "updates_already_running": 0,
+                        "last_verify_ms": 0.0, **{f"refused_{kind}": 0 for kind in REFUSAL_KINDS}}
         self._log_budget = _LogBudget()
         self.last_refusal = ""
         self._thread = threading.Thread(target=self._run, name="model_swapper", daemon=True)
@@ -283,6 +284,8 @@ class ModelSwapper:
                 self._refuse(UpdateRefused("not_newer", f"version {ann.version} is not newer than {current}"))
                 continue
             verify_ms = (time.perf_counter() - t0) * 1e3
+            with self._cond:
+                self._counts["last_verify_ms"] = round(verify_ms, 1)
             self._logger.info(f"model version {ann.version} verified in {verify_ms:.0f} ms (worker thread); "
                               "swapping at the next tick")
 

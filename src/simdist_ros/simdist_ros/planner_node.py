@@ -63,8 +63,8 @@ from simdist_ros.params import P, TunableParams, declare_table
 from simdist_ros.runtime import (
     TickStats,
     Watchdog,
-    executor_counts,
     manifest_get,
+    process_counts,
     resolve_checkpoint,
     run_node,
     setup_torch,
@@ -417,7 +417,7 @@ class PlannerNode(Node):
             **{f"compensated_delay_{d}": n for d, n in enumerate(self._delay_counts)},
             **self._budget_values(),
             **counts,
-            **executor_counts(),
+            **process_counts(),
         }
         level = "warn" if self._last_hold_reason else "ok"
         message = self._last_hold_reason or f"planning at {self.control_hz:g} Hz"

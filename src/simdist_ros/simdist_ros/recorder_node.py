@@ -34,7 +34,7 @@ from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from simdist_ros import msgs, qos, topics
 from simdist_ros.params import P, declare_table
-from simdist_ros.runtime import executor_counts, run_node
+from simdist_ros.runtime import process_counts, run_node
 
 DEFAULT_TOPICS: dict[str, tuple[tuple[str, str], ...]] = {
     "go2": (
@@ -241,7 +241,7 @@ class RecorderNode(Node):
         stats = self.sink.stats
         values = {"written": stats.written, "dropped_full": stats.dropped_full,
                   "dropped_corrupt": stats.dropped_corrupt, "trimmed_bytes": stats.trimmed_bytes,
-                  "bag": str(self.sink.path), **executor_counts()}
+                  "bag": str(self.sink.path), **process_counts()}
         level = "warn" if stats.dropped_full or stats.dropped_corrupt else "ok"
         status = msgs.make_status(f"{self.get_name()}: recorder", level, f"{stats.written} messages written", values)
         self._diag_pub.publish(msgs.make_diagnostics([status], self.get_clock().now().nanoseconds))

@@ -54,7 +54,7 @@ from std_msgs.msg import Float32MultiArray, String
 
 from simdist_ros import msgs, qos, topics
 from simdist_ros.params import P, declare_table
-from simdist_ros.runtime import executor_counts, run_node
+from simdist_ros.runtime import process_counts, run_node
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -184,7 +184,7 @@ class ReplayBufferNode(Node):
                   "open_steps": self.writer.open_steps, "queued": self._queue.qsize(),
                   "next_chunk": self.writer.next_index, "episode_id": self.pairer.episode_id,
                   **counts, **{f"dropped_{k}": v for k, v in self.dropped.items()},
-                  **{f"episode_starts_{k}": v for k, v in self.pairer.boundaries.items()}, **executor_counts()}
+                  **{f"episode_starts_{k}": v for k, v in self.pairer.boundaries.items()}, **process_counts()}
         level = "warn" if counts["queue_full"] or counts["write_errors"] else "ok"
         status = msgs.make_status(f"{self.get_name()}: replay buffer", level,
                                   f"{self.writer.sealed_steps} steps sealed", values)

@@ -70,7 +70,7 @@ from std_srvs.srv import Trigger
 from simdist_ros import msgs, qos, topics
 from simdist_ros.params import P, TunableParams, declare_table
 from simdist_ros.robot_tf import RobotTf
-from simdist_ros.runtime import executor_counts, run_node
+from simdist_ros.runtime import process_counts, run_node
 from simdist_ros.sensors import PUBLISHED_SENSORS, joint_names, sensors_to_messages, tf_inputs
 
 os.environ.setdefault("MUJOCO_GL", "egl")  # headless rendering (UR5e camera) on a machine without a display
@@ -471,7 +471,7 @@ class SimRobotNode(Node):
         values: dict[str, object] = {"sim_time_s": sim_ns * 1e-9, "achieved_real_time_factor": rtf, **counts,
                                      "command_delay_p50_periods": float("nan") if p50 is None else p50,
                                      "command_delay_p99_periods": float("nan") if p99 is None else p99,
-                                     **executor_counts()}
+                                     **process_counts()}
         values.update({f"metric/{k}": float(v) for k, v in metrics.items()})
         if "forward_progress_m" in metrics:  # cumulative over episodes (a fall's reset is not progress)
             values["progress_m"] = finished_m + float(metrics["forward_progress_m"])
