@@ -303,13 +303,12 @@ def make_executor(kind: str | None = None, threads: int = 2, context: Any = None
 def freeze_startup_heap() -> None:
     """Move every object alive after start-up into the garbage collector's permanent generation.
 
-    Why: a full (generation-2) collection walks every tracked object, and with torch, rclpy and a model
-    loaded that walk held the GIL for 110-190 ms on the 2-core VM, stalling the control tick. A hot swap
-    allocates a whole model, which is what triggered it: with a checkpoint verified on a worker thread
-    beside a 20 ms planner loop, the slowest tick went from 17 to 190 ms (two full collections of 114 and
-    161 ms); with the start-up heap frozen, 38 ms (``scripts/diagnostics/swap_stall.py``). Objects created
-    later are collected as before, and frozen ones are still freed by reference counting (a dropped model
-    is: it holds no reference cycle); only cyclic garbage made during start-up is never reclaimed.
+    Why: a full (generation-2) collection walks every tracked object while holding the GIL, so the control
+    tick waits for it: with torch, rclpy and a model loaded (205 k objects) one took 217 ms on the 2-core VM,
+    with this heap frozen 0.002 ms (``scripts/diagnostics/gc_pause.py``). Python starts one by itself when
+    enough long-lived objects accumulate, and a hot swap builds a whole model. Objects created later are
+    collected as before, and frozen ones are still freed by reference counting (a dropped model is: it holds
+    no reference cycle); only cyclic garbage made during start-up is never reclaimed.
     """
     gc.collect()  # what start-up left as garbage goes now, not into the permanent generation
     gc.freeze()
