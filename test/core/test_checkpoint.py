@@ -97,6 +97,28 @@ def _rewrite_manifest(path, **changes):
     (path / ckpt.MANIFEST_FILE).write_text(json.dumps(data))
 
 
+def test_load_into_an_existing_model_writes_it_only_after_every_check(saved, tmp_path):
+    model, path = saved
+    spare = _make_model(seed=5)
+    loaded, _ = load_checkpoint(path, into=spare)
+    assert loaded is spare
+    for a, b in zip(_outputs(model, GO2), _outputs(spare, GO2), strict=True):
+        assert torch.equal(a, b)
+
+    other = _make_model(seed=6)
+    untouched = {k: v.clone() for k, v in other.state_dict().items()}
+    blob = bytearray((path / ckpt.WEIGHTS_FILE).read_bytes())
+    blob[-5] ^= 0xFF  # a corrupt update: refused, and the model it would have been loaded into is unchanged
+    (path / ckpt.WEIGHTS_FILE).write_bytes(bytes(blob))
+    with pytest.raises(CheckpointRejected, match="sha256"):
+        load_checkpoint(path, into=other)
+    assert all(torch.equal(v, untouched[k]) for k, v in other.state_dict().items())
+
+    save_checkpoint(tmp_path / "ur5e", _make_model(UR5E), version=1)
+    with pytest.raises(CheckpointRejected, match="differs from the model to load it into"):
+        load_checkpoint(tmp_path / "ur5e", into=other)
+
+
 def test_flipped_byte_is_rejected(saved):
     _, path = saved
     blob = bytearray((path / ckpt.WEIGHTS_FILE).read_bytes())

@@ -231,6 +231,25 @@ def test_model_swapper_screens_verifies_and_hands_over_once(tmp_path):
         swapper.submit(json.dumps(good), 0)  # the finetuner re-announcing after a restart: not a refusal
         assert _wait(lambda: swapper.counts()["updates_already_running"] == 1)
         assert swapper.counts()["swaps_refused"] == 5
+
+        # Updates load into a spare built at start-up, and the model a swap retired becomes the next spare:
+        # the running model is never written, and each swapped-in model holds exactly its checkpoint's weights.
+        v2_model, retired = swapper.model, running
+        with torch.no_grad():
+            for p in model.dynamics.parameters():
+                p.mul_(1.01)
+        save_checkpoint(updates / "v0005", model, version=5, parent_version=2, parts_changed=("dynamics",))
+        v2_weights = {k: v.clone() for k, v in v2_model.state_dict().items()}
+        swapper.submit(signed_update(key, updates / "v0005"), 0)
+        assert _wait(lambda: swapper._candidate is not None)
+        assert all(torch.equal(v, v2_weights[k]) for k, v in v2_model.state_dict().items()), "running model written"
+        assert swapper.take(planner, 0) == "5" and planner.model is swapper.model
+        assert swapper.model is retired  # the model the first swap retired, loaded with v5
+        expected = {k: v for k, v in model.state_dict().items()}
+        assert all(torch.equal(v, expected[k]) for k, v in swapper.model.state_dict().items())
+        swapper.submit(signed_update(key, updates / "v0003"), 0)  # refused: the spare (v2's model) stays unused
+        assert _wait(lambda: swapper.counts()["swaps_refused"] == 6)
+        assert swapper._spare is v2_model
     finally:
         swapper.close()
     assert parse_announcement(json.dumps(good)).parts_changed == ("dynamics",)

@@ -132,6 +132,10 @@ class ModelSwapper:
         self._key = key
         self._logger = logger
         self._device = device
+        # Updates load into a spare model built now, at start-up: building one (1,500 modules for the Go2 model)
+        # is most of a verification's Python work, which would otherwise share the GIL with the control tick.
+        # After a swap the model that stopped running becomes the spare (the tick no longer touches it).
+        self._spare = self._build_spare() if self.enabled else None
         self._cond = threading.Condition()
         self._pending: Announcement | None = None
         self._candidate: tuple[Any, int] | None = None
@@ -188,10 +192,13 @@ class ModelSwapper:
         try:
             planner.swap_model(model)
         except ValueError as exc:  # the planner refuses the layout: keep running the old model
+            self._return_spare(model)
             self._refuse(UpdateRefused("config_mismatch", str(exc)))
             return None
         with self._cond:
-            self.model, self._version = model, version
+            old, self.model, self._version = self.model, model, version
+            if self._spare is None:  # the planner dropped ``old`` in swap_model: the next update loads into it
+                self._spare = old
             self._counts["swaps"] += 1
         return str(version)
 
@@ -266,13 +273,16 @@ class ModelSwapper:
                 if self._stop:
                     return
                 ann, self._pending = self._pending, None
+                spare, self._spare = self._spare, None
             t0 = time.perf_counter()
             try:
-                model = self._verify(ann)
+                model = self._verify(ann, spare)
             except UpdateRefused as exc:
+                self._return_spare(spare)  # written only after every check passed: still unused
                 self._refuse(exc)
                 continue
             except Exception as exc:  # noqa: BLE001  (any failure means: refuse, keep the old model)
+                self._return_spare(spare)
                 self._refuse(UpdateRefused("invalid", f"{type(exc).__name__}: {exc}"))
                 continue
             with self._cond:
@@ -281,6 +291,7 @@ class ModelSwapper:
                 if fresh:
                     self._candidate = (model, ann.version)
             if not fresh:  # a newer one was verified meanwhile
+                self._return_spare(model)
                 self._refuse(UpdateRefused("not_newer", f"version {ann.version} is not newer than {current}"))
                 continue
             verify_ms = (time.perf_counter() - t0) * 1e3
@@ -288,6 +299,19 @@ class ModelSwapper:
                 self._counts["last_verify_ms"] = round(verify_ms, 1)
             self._logger.info(f"model version {ann.version} verified in {verify_ms:.0f} ms (worker thread); "
                               "swapping at the next tick")
+
+    def _build_spare(self) -> Any:  # noqa: ANN401  (a WorldModel, or None for a model of another kind)
+        from simdist_core.models.world_model import WorldModel
+
+        if not isinstance(self.model, WorldModel):
+            return None
+        return WorldModel(self.model.spec, self.model.cfg).to(self._device).eval().requires_grad_(False)
+
+    def _return_spare(self, model: Any) -> None:  # noqa: ANN401
+        """Keep ``model`` (not running, not a candidate) as the spare if there is none."""
+        with self._cond:
+            if self._spare is None and model is not None and model is not self.model:
+                self._spare = model
 
     def _locate(self, ann: Announcement) -> Path:
         """``<update_dir>/v<version>``, resolved, with the manifest and weights inside the update folder."""
@@ -306,7 +330,7 @@ class ModelSwapper:
             raise UpdateRefused("outside_update_dir", str(exc)) from None
         return real
 
-    def _verify(self, ann: Announcement) -> Any:  # noqa: ANN401  (a WorldModel)
+    def _verify(self, ann: Announcement, spare: Any = None) -> Any:  # noqa: ANN401  (a WorldModel)
         from simdist_core.checkpoint import WEIGHTS_FILE, CheckpointRejected, load_checkpoint, read_manifest
         from simdist_core.models.world_model import WorldModelConfig
 
@@ -334,7 +358,8 @@ class ModelSwapper:
             raise UpdateRefused("oversized", f"{WEIGHTS_FILE} is {size} bytes; a model of the running config needs "
                                              f"at most {self._max_weights_bytes}")
         try:  # verifies file and part hashes against this manifest, tensor names/shapes, finiteness
-            model, _ = load_checkpoint(path, self._device, manifest=manifest, max_weights_bytes=self._max_weights_bytes)
+            model, _ = load_checkpoint(path, self._device, manifest=manifest, max_weights_bytes=self._max_weights_bytes,
+                                       into=spare)
         except CheckpointRejected as exc:
             raise UpdateRefused("invalid", exc.reason) from None
         model = model.eval()
