@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from simdist_core.checkpoint import load_checkpoint, read_manifest
+from simdist_core.checkpoint import ModelSlot, load_checkpoint, read_manifest
 from simdist_core.eval.rollout import ObservationHistory
 from simdist_core.models.world_model import WorldModel
 from simdist_core.planning import MPPIPlanner, PlannerConfig
@@ -56,7 +56,7 @@ def main() -> None:
     history.reset(env.reset(seed=0))
     with torch.inference_mode():
         latent = model.encode(history.model_input("cpu"))
-    spare = WorldModel(model.spec, model.cfg).eval().requires_grad_(False)
+    spare = ModelSlot(WorldModel(model.spec, model.cfg).eval().requires_grad_(False))
     for _ in range(20):
         planner.plan_latent(latent, predict_mean=False)
     gc.collect()

@@ -4,7 +4,13 @@ import json
 
 import pytest
 import torch
-from simdist_core.checkpoint import CheckpointRejected, load_checkpoint, save_checkpoint, verify_checkpoint
+from simdist_core.checkpoint import (
+    CheckpointRejected,
+    ModelSlot,
+    load_checkpoint,
+    save_checkpoint,
+    verify_checkpoint,
+)
 from simdist_core.models import PART_NAMES, WorldModel, WorldModelConfig, freeze_except
 from simdist_core.planning import planner_preset
 from simdist_core.planning.bench import random_model_input
@@ -100,7 +106,7 @@ def _rewrite_manifest(path, **changes):
 def test_load_into_an_existing_model_writes_it_only_after_every_check(saved, tmp_path):
     model, path = saved
     spare = _make_model(seed=5)
-    loaded, _ = load_checkpoint(path, into=spare)
+    loaded, _ = load_checkpoint(path, into=ModelSlot(spare))
     assert loaded is spare
     for a, b in zip(_outputs(model, GO2), _outputs(spare, GO2), strict=True):
         assert torch.equal(a, b)
@@ -111,12 +117,12 @@ def test_load_into_an_existing_model_writes_it_only_after_every_check(saved, tmp
     blob[-5] ^= 0xFF  # a corrupt update: refused, and the model it would have been loaded into is unchanged
     (path / ckpt.WEIGHTS_FILE).write_bytes(bytes(blob))
     with pytest.raises(CheckpointRejected, match="sha256"):
-        load_checkpoint(path, into=other)
+        load_checkpoint(path, into=ModelSlot(other))
     assert all(torch.equal(v, untouched[k]) for k, v in other.state_dict().items())
 
     save_checkpoint(tmp_path / "ur5e", _make_model(UR5E), version=1)
     with pytest.raises(CheckpointRejected, match="differs from the model to load it into"):
-        load_checkpoint(tmp_path / "ur5e", into=other)
+        load_checkpoint(tmp_path / "ur5e", into=ModelSlot(other))
 
 
 def test_flipped_byte_is_rejected(saved):

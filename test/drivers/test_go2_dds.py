@@ -254,6 +254,9 @@ def test_non_finite_state_from_the_robot_latches_damping(stack):
     assert _wait(lambda: controller.last_sent.mode is Mode.ESTOP), _why(controller)
     assert "non-finite" in controller.safety.estop_reason
     assert _wait(lambda: bridge.stats["nonfinite_states"] == 3), "each bad state is counted on arrival"
+    # On a loaded host the robot may still be working through PD commands queued before the e-stop (DDS keeps
+    # their order): wait for the first damping command to arrive; every command after it must damp (latched).
+    assert _wait(lambda: sim.stats()["cmds"][-1][0, 3] == 0.0), "the damping command never reached the robot"
     n = sim.stats()["commands"]
     assert _wait(lambda: sim.stats()["commands"] >= n + 50)
     cmds = sim.stats()["cmds"][-50:]

@@ -249,7 +249,7 @@ def test_model_swapper_screens_verifies_and_hands_over_once(tmp_path):
         assert all(torch.equal(v, expected[k]) for k, v in swapper.model.state_dict().items())
         swapper.submit(signed_update(key, updates / "v0003"), 0)  # refused: the spare (v2's model) stays unused
         assert _wait(lambda: swapper.counts()["swaps_refused"] == 6)
-        assert swapper._spare is v2_model
+        assert swapper._spare.model is v2_model
     finally:
         swapper.close()
     assert parse_announcement(json.dumps(good)).parts_changed == ("dynamics",)

@@ -91,7 +91,7 @@ def part_hashes(state: dict[str, torch.Tensor]) -> dict[str, str]:
         tensor = state[key].detach().to("cpu").contiguous()
         header = f"{key}|{tensor.dtype}|{tuple(tensor.shape)}|".encode()
         digests[part].update(header)
-        digests[part].update(tensor.view(-1).view(torch.uint8).numpy().tobytes())
+        digests[part].update(tensor.view(-1).view(torch.uint8).numpy())  # the buffer itself, no copy
     return {name: digest.hexdigest() for name, digest in digests.items()}
 
 
@@ -243,8 +243,31 @@ def _check_tensors(state: dict[str, torch.Tensor], expected: dict[str, torch.Ten
             raise CheckpointRejected(
                 f"tensor {key!r} is {got.dtype} {tuple(got.shape)}, the config needs {ref.dtype} {tuple(ref.shape)}"
             )
-        if got.is_floating_point() and not torch.isfinite(got).all():
-            raise CheckpointRejected(f"tensor {key!r} contains NaN or inf")
+    # One finiteness check over all weights (one op instead of ~200); the tensor is named only on failure.
+    floats = [state[key].reshape(-1) for key in expected if state[key].is_floating_point()]
+    if floats and not torch.isfinite(torch.cat(floats)).all():
+        bad = next(k for k in expected if state[k].is_floating_point() and not torch.isfinite(state[k]).all())
+        raise CheckpointRejected(f"tensor {bad!r} contains NaN or inf")
+
+
+class ModelSlot:
+    """A built model that checkpoints load into in place (``load_checkpoint(into=slot)``).
+
+    Its state tensors (parameters and buffers, sharing storage with the model) are looked up once, here:
+    building a model and walking its module tree for ``state_dict``/``load_state_dict`` is most of a load's
+    Python work (1,500 modules for the Go2 model), which a hot swap would otherwise do beside the control tick.
+    The model must stay where it was built (no ``.to`` to another device afterwards).
+    """
+
+    def __init__(self, model: WorldModel) -> None:
+        self.model = model
+        self.tensors = model.state_dict()
+
+    def write(self, state: dict[str, torch.Tensor]) -> None:
+        """Copy a checked state (same names, shapes and dtypes) into the model's own tensors."""
+        with torch.no_grad():
+            for key, dst in self.tensors.items():
+                dst.copy_(state[key])
 
 
 def load_checkpoint(
@@ -253,7 +276,7 @@ def load_checkpoint(
     *,
     manifest: Manifest | None = None,
     max_weights_bytes: int | None = None,
-    into: WorldModel | None = None,
+    into: ModelSlot | None = None,
 ) -> tuple[WorldModel, Manifest]:
     """Verify and load a checkpoint directory; the model is returned in eval mode on ``device``.
 
@@ -264,9 +287,8 @@ def load_checkpoint(
             weights are verified against this one, so what the caller checked is what gets loaded.
         max_weights_bytes: refuse a weights file larger than this before reading it (see
             :func:`weights_size_limit`); None = no limit (trusted local files only).
-        into: a model of the same robot and config to load the weights into instead of building one (it is
-            written only after every check passed). Building a model is most of a load's Python work (1,500
-            modules for the Go2 model), which a hot swap would otherwise do beside the control tick.
+        into: a built model of the same robot and config to load the weights into instead of building one
+            (written only after every check passed; it stays on its own device, ``device`` is not applied).
 
     Raises:
         CheckpointRejected: missing, oversized, corrupt, truncated, mismatched or incompatible checkpoint.
@@ -291,18 +313,18 @@ def load_checkpoint(
         state = load_safetensors(blob)
     except SafetensorError as e:
         raise CheckpointRejected(f"{weights} is not a readable safetensors file ({type(e).__name__}: {e})") from None
-    if into is None:
-        model = WorldModel(spec, cfg)
-    elif into.spec.name != spec.name or into.cfg != cfg:
+    if into is not None and (into.model.spec.name != spec.name or into.model.cfg != cfg):
         raise CheckpointRejected(f"checkpoint robot {manifest.robot!r} or model config differs from the model "
                                  "to load it into")
-    else:
-        model = into
-    _check_tensors(state, model.state_dict())
+    model = WorldModel(spec, cfg) if into is None else into.model
+    _check_tensors(state, model.state_dict() if into is None else into.tensors)
     hashes = part_hashes(state)
     changed = [name for name in PART_NAMES if hashes[name] != manifest.parts[name]]
     if changed:
         raise CheckpointRejected(f"part sha256 mismatch for {changed}")
+    if into is not None:
+        into.write(state)
+        return model, manifest
     model.load_state_dict(state, strict=True)
     return model.to(device).eval(), manifest
 

@@ -133,9 +133,11 @@ class ModelSwapper:
         self._logger = logger
         self._device = device
         # Updates load into a spare model built now, at start-up: building one (1,500 modules for the Go2 model)
-        # is most of a verification's Python work, which would otherwise share the GIL with the control tick.
-        # After a swap the model that stopped running becomes the spare (the tick no longer touches it).
-        self._spare = self._build_spare() if self.enabled else None
+        # and walking its modules is most of a verification's Python work, which would otherwise share the GIL
+        # with the control tick. After a swap the model that stopped running becomes the spare (the tick no
+        # longer touches it), so the two models' slots are kept for the whole run.
+        self._running_slot = self._slot(model) if self.enabled else None
+        self._spare = self._slot(self._new_model()) if self.enabled else None
         self._cond = threading.Condition()
         self._pending: Announcement | None = None
         self._candidate: tuple[Any, int] | None = None
@@ -186,19 +188,20 @@ class ModelSwapper:
                 self._in_swap = self._pending is not None or self._candidate is not None
             if self._candidate is None:
                 return None
-            model, version = self._candidate
+            slot, version = self._candidate
             self._candidate = None
             self._settling = True
         try:
-            planner.swap_model(model)
+            planner.swap_model(slot.model)
         except ValueError as exc:  # the planner refuses the layout: keep running the old model
-            self._return_spare(model)
+            self._return_spare(slot)
             self._refuse(UpdateRefused("config_mismatch", str(exc)))
             return None
         with self._cond:
-            old, self.model, self._version = self.model, model, version
-            if self._spare is None:  # the planner dropped ``old`` in swap_model: the next update loads into it
-                self._spare = old
+            retired, self._running_slot = self._running_slot, slot
+            self.model, self._version = slot.model, version
+            if self._spare is None:  # the planner dropped the retired model in swap_model: updates load into it
+                self._spare = retired
             self._counts["swaps"] += 1
         return str(version)
 
@@ -276,7 +279,7 @@ class ModelSwapper:
                 spare, self._spare = self._spare, None
             t0 = time.perf_counter()
             try:
-                model = self._verify(ann, spare)
+                slot = self._verify(ann, spare)
             except UpdateRefused as exc:
                 self._return_spare(spare)  # written only after every check passed: still unused
                 self._refuse(exc)
@@ -289,9 +292,9 @@ class ModelSwapper:
                 current = max(self._version, self._candidate[1] if self._candidate else -1)
                 fresh = is_newer_version(ann.version, current)
                 if fresh:
-                    self._candidate = (model, ann.version)
+                    self._candidate = (slot, ann.version)
             if not fresh:  # a newer one was verified meanwhile
-                self._return_spare(model)
+                self._return_spare(slot)
                 self._refuse(UpdateRefused("not_newer", f"version {ann.version} is not newer than {current}"))
                 continue
             verify_ms = (time.perf_counter() - t0) * 1e3
@@ -300,18 +303,22 @@ class ModelSwapper:
             self._logger.info(f"model version {ann.version} verified in {verify_ms:.0f} ms (worker thread); "
                               "swapping at the next tick")
 
-    def _build_spare(self) -> Any:  # noqa: ANN401  (a WorldModel, or None for a model of another kind)
+    def _new_model(self) -> Any:  # noqa: ANN401  (a WorldModel of the running model's config)
         from simdist_core.models.world_model import WorldModel
 
-        if not isinstance(self.model, WorldModel):
-            return None
         return WorldModel(self.model.spec, self.model.cfg).to(self._device).eval().requires_grad_(False)
 
-    def _return_spare(self, model: Any) -> None:  # noqa: ANN401
-        """Keep ``model`` (not running, not a candidate) as the spare if there is none."""
+    @staticmethod
+    def _slot(model: Any) -> Any:  # noqa: ANN401
+        from simdist_core.checkpoint import ModelSlot
+
+        return ModelSlot(model)
+
+    def _return_spare(self, slot: Any) -> None:  # noqa: ANN401
+        """Keep ``slot`` (not running, not a candidate) as the spare if there is none."""
         with self._cond:
-            if self._spare is None and model is not None and model is not self.model:
-                self._spare = model
+            if self._spare is None and slot is not None and slot.model is not self.model:
+                self._spare = slot
 
     def _locate(self, ann: Announcement) -> Path:
         """``<update_dir>/v<version>``, resolved, with the manifest and weights inside the update folder."""
@@ -330,7 +337,7 @@ class ModelSwapper:
             raise UpdateRefused("outside_update_dir", str(exc)) from None
         return real
 
-    def _verify(self, ann: Announcement, spare: Any = None) -> Any:  # noqa: ANN401  (a WorldModel)
+    def _verify(self, ann: Announcement, spare: Any = None) -> Any:  # noqa: ANN401  (a ModelSlot)
         from simdist_core.checkpoint import WEIGHTS_FILE, CheckpointRejected, load_checkpoint, read_manifest
         from simdist_core.models.world_model import WorldModelConfig
 
@@ -362,6 +369,6 @@ class ModelSwapper:
                                        into=spare)
         except CheckpointRejected as exc:
             raise UpdateRefused("invalid", exc.reason) from None
-        model = model.eval()
-        model.requires_grad_(False)
-        return model
+        if spare is not None:
+            return spare
+        return self._slot(model.eval().requires_grad_(False))  # no spare free (a candidate is still waiting)
