@@ -124,7 +124,7 @@ def test_in_process_side_is_reused_only_from_the_same_run(tmp_path):
 
 def test_in_process_side_plans_with_the_planner_the_graph_deploys():
     """The parameter file's preset and overrides (UR5e: MPPI with a prior penalty), then ``--set planner.*``."""
-    assert parity.deployed_planner("ur5e") == ("auto", {"prior_weight": "200"})
+    assert parity.deployed_planner("ur5e") == ("auto", {"prior_weight": "1000"})
     assert parity.deployed_planner("go2") == ("auto", {})
     preset, overrides = parity.deployed_planner(
         "go2", ["planner.planner_preset=cpu", "planner.planner_overrides=[num_samples=16, max_std=0.3]",
