@@ -95,6 +95,7 @@ def drive(model: torch.nn.Module, task: str, env_overrides: dict, episodes: int,
     Reports what they earned in the simulator and what the model expected.
     """
     env = make_env(task, env_overrides)
+    hz = env.spec.control_hz
     driver = RecordingExpert(env, model, 0) if expert else RecordingPlanner(MPPIPlanner(model, planner_preset("cpu")))
     rows, progress, falls, returns, durations, terms = [], [], [], [], [], {}
     for episode in range(episodes):
@@ -103,11 +104,11 @@ def drive(model: torch.nn.Module, task: str, env_overrides: dict, episodes: int,
             for name, value in result.reward_terms.items():
                 terms[name] = terms.get(name, 0.0) + float(value)
 
-        stats = run_episode(env, driver, seed=50_000 + episode, max_steps=int(seconds * 50), on_step=on_step)
+        stats = run_episode(env, driver, seed=50_000 + episode, max_steps=int(seconds * hz), on_step=on_step)
         progress.append(stats.metrics.get("forward_progress_m", float("nan")))
         falls.append(float(stats.metrics.get("fell", float("nan"))))
         returns.append(stats.total_reward)
-        durations.append(stats.steps / 50)
+        durations.append(stats.steps / hz)
     arr = np.asarray(rows)
     return {"forward_progress_m": float(np.mean(progress)), "falls": float(np.nanmean(falls)) if falls else None,
             "true_reward_per_step": float(arr[:, 1].mean()), "predicted_reward_per_step": float(arr[:, 0].mean()),
@@ -173,7 +174,7 @@ def expert_plans_scored(models: dict[str, torch.nn.Module], task: str, env_overr
     parts = ("reward_sum", "terminal_value")
     rows: dict[str, list[tuple[float, float, float, float]]] = {name: [] for name in models}
     for episode in range(episodes):
-        run_episode(env, watcher, seed=50_000 + episode, max_steps=int(seconds * 50))
+        run_episode(env, watcher, seed=50_000 + episode, max_steps=int(seconds * env.spec.control_hz))
         for t in range(len(watcher.actions) - horizon + 1):
             expert_plan = torch.as_tensor(np.stack(watcher.actions[t : t + horizon]))
             for name, planner in watcher.planners.items():
