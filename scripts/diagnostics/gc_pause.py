@@ -24,11 +24,7 @@ from pathlib import Path
 import numpy as np
 import rclpy  # noqa: F401  (a node-sized heap: the planner node has these modules loaded)
 import simdist_ros.planner_node  # noqa: F401  (same reason)
-import torch
-from simdist_core.checkpoint import load_checkpoint
-from simdist_core.eval.rollout import ObservationHistory
-from simdist_core.planning import MPPIPlanner, PlannerConfig
-from simdist_core.sim.base import make_env
+from _planner_setup import warm_planner
 
 
 def main() -> None:
@@ -40,16 +36,7 @@ def main() -> None:
     p.add_argument("--json", type=Path, help="write the result here")
     args = p.parse_args()
 
-    torch.set_num_threads(1)
-    model, manifest = load_checkpoint(args.checkpoint)
-    planner = MPPIPlanner(model, PlannerConfig(**manifest.planner_config) if manifest.planner_config else None)
-    env = make_env(args.task)
-    history = ObservationHistory(env.spec)
-    history.reset(env.reset(seed=0))
-    with torch.inference_mode():
-        latent = model.encode(history.model_input("cpu"))
-    for _ in range(20):
-        planner.plan_latent(latent)
+    node_state = warm_planner(args.checkpoint, args.task)  # noqa: F841  (kept alive: what a planner node holds)
 
     ms: dict[str, list[float]] = {"as_started": [], "frozen": []}
     for _ in range(args.rounds):

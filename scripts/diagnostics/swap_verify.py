@@ -29,12 +29,9 @@ import time
 from pathlib import Path
 
 import numpy as np
-import torch
+from _planner_setup import warm_planner
 from simdist_core.checkpoint import ModelSlot, load_checkpoint, read_manifest
-from simdist_core.eval.rollout import ObservationHistory
 from simdist_core.models.world_model import WorldModel
-from simdist_core.planning import MPPIPlanner, PlannerConfig
-from simdist_core.sim.base import make_env
 
 CONDITIONS = ("build", "spare", "none")
 
@@ -48,17 +45,8 @@ def main() -> None:
     p.add_argument("--json", type=Path, help="write the result here")
     args = p.parse_args()
 
-    torch.set_num_threads(1)
-    model, manifest = load_checkpoint(args.checkpoint)
-    planner = MPPIPlanner(model, PlannerConfig(**manifest.planner_config) if manifest.planner_config else None)
-    env = make_env(args.task)
-    history = ObservationHistory(env.spec)
-    history.reset(env.reset(seed=0))
-    with torch.inference_mode():
-        latent = model.encode(history.model_input("cpu"))
+    model, _, planner, latent = warm_planner(args.checkpoint, args.task)
     spare = ModelSlot(WorldModel(model.spec, model.cfg).eval().requires_grad_(False))
-    for _ in range(20):
-        planner.plan_latent(latent, predict_mean=False)
     gc.collect()
     gc.freeze()
 
