@@ -292,7 +292,9 @@ class ModelSwapper:
                 current = max(self._version, self._candidate[1] if self._candidate else -1)
                 fresh = is_newer_version(ann.version, current)
                 if fresh:
-                    self._candidate = (slot, ann.version)
+                    replaced, self._candidate = self._candidate, (slot, ann.version)
+                    if replaced is not None and self._spare is None:  # an older candidate never taken
+                        self._spare = replaced[0]
             if not fresh:  # a newer one was verified meanwhile
                 self._return_spare(slot)
                 self._refuse(UpdateRefused("not_newer", f"version {ann.version} is not newer than {current}"))
