@@ -316,17 +316,14 @@ def load_checkpoint(
     if into is not None and (into.model.spec.name != spec.name or into.model.cfg != cfg):
         raise CheckpointRejected(f"checkpoint robot {manifest.robot!r} or model config differs from the model "
                                  "to load it into")
-    model = WorldModel(spec, cfg) if into is None else into.model
-    _check_tensors(state, model.state_dict() if into is None else into.tensors)
+    slot = ModelSlot(WorldModel(spec, cfg)) if into is None else into
+    _check_tensors(state, slot.tensors)  # the same names, shapes and dtypes: ``write`` fills every tensor
     hashes = part_hashes(state)
     changed = [name for name in PART_NAMES if hashes[name] != manifest.parts[name]]
     if changed:
         raise CheckpointRejected(f"part sha256 mismatch for {changed}")
-    if into is not None:
-        into.write(state)
-        return model, manifest
-    model.load_state_dict(state, strict=True)
-    return model.to(device).eval(), manifest
+    slot.write(state)
+    return (slot.model if into is not None else slot.model.to(device).eval()), manifest
 
 
 def descends_from(child: Manifest, root: Manifest, trained: tuple[str, ...] = ("dynamics",)) -> bool:

@@ -121,7 +121,7 @@ class ModelSwapper:
 
     def __init__(self, model: Any, manifest: Any, logger: Any, device: str, *,  # noqa: ANN401
                  update_dir: Path | None = None, key: bytes | None = None) -> None:
-        from simdist_core.checkpoint import weights_size_limit
+        from simdist_core.checkpoint import ModelSlot, weights_size_limit
 
         self.model = model
         """The model the planner runs now."""
@@ -136,8 +136,8 @@ class ModelSwapper:
         # and walking its modules is most of a verification's Python work, which would otherwise share the GIL
         # with the control tick. After a swap the model that stopped running becomes the spare (the tick no
         # longer touches it), so the two models' slots are kept for the whole run.
-        self._running_slot = self._slot(model) if self.enabled else None
-        self._spare = self._slot(self._new_model()) if self.enabled else None
+        self._running_slot = ModelSlot(model) if self.enabled else None
+        self._spare = ModelSlot(self._new_model()) if self.enabled else None
         self._cond = threading.Condition()
         self._pending: Announcement | None = None
         self._candidate: tuple[Any, int] | None = None
@@ -310,12 +310,6 @@ class ModelSwapper:
 
         return WorldModel(self.model.spec, self.model.cfg).to(self._device).eval().requires_grad_(False)
 
-    @staticmethod
-    def _slot(model: Any) -> Any:  # noqa: ANN401
-        from simdist_core.checkpoint import ModelSlot
-
-        return ModelSlot(model)
-
     def _return_spare(self, slot: Any) -> None:  # noqa: ANN401
         """Keep ``slot`` (not running, not a candidate) as the spare if there is none."""
         with self._cond:
@@ -340,7 +334,7 @@ class ModelSwapper:
         return real
 
     def _verify(self, ann: Announcement, spare: Any = None) -> Any:  # noqa: ANN401  (a ModelSlot)
-        from simdist_core.checkpoint import WEIGHTS_FILE, CheckpointRejected, load_checkpoint, read_manifest
+        from simdist_core.checkpoint import WEIGHTS_FILE, CheckpointRejected, ModelSlot, load_checkpoint, read_manifest
         from simdist_core.models.world_model import WorldModelConfig
 
         path = self._locate(ann)
@@ -373,4 +367,4 @@ class ModelSwapper:
             raise UpdateRefused("invalid", exc.reason) from None
         if spare is not None:
             return spare
-        return self._slot(model.eval().requires_grad_(False))  # no spare free (a candidate is still waiting)
+        return ModelSlot(model.requires_grad_(False))  # no spare free (a candidate is still waiting)
