@@ -12,7 +12,7 @@ import numpy as np
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from simdist_core.sim.go2_constants import DEFAULT_POSE_RAD, JOINT_NAMES
-from simdist_ros.launcher import entry_point
+from simdist_ros.launcher import NODE_BOOT, entry_point
 from std_msgs.msg import String
 
 from simdist_ros import msgs, qos, topics
@@ -23,7 +23,7 @@ DT_NS = 20_000_000
 def start_node(executable, params, log_path, name=None):
     """One node in its own process (like the launcher does), output to ``log_path``."""
     module, func = entry_point(executable)
-    cmd = [sys.executable, "-c", f"import sys; from {module} import {func} as m; sys.exit(m())", "--ros-args"]
+    cmd = [sys.executable, "-c", NODE_BOOT.format(module=module, func=func), "--ros-args"]
     if name:
         cmd += ["-r", f"__node:={name}"]
     for key, value in params.items():

@@ -50,3 +50,52 @@ def test_sigint_to_the_launcher_stops_every_node_cleanly(tmp_path):
         timer.cancel()
     assert proc.exit_codes == {"recorder": 0}
     assert list((tmp_path / "bags").glob("*/metadata.yaml")), "the recorder finished its bag on SIGINT"
+
+
+_SLOW_IMPORT_NODE = '''
+import pathlib, time
+here = pathlib.Path(__file__).parent
+(here / "importing").write_text("")
+for _ in range(600):  # an import that takes as long as the test wants (torch and rclpy take seconds)
+    if (here / "go").exists():
+        break
+    time.sleep(0.1)
+from rclpy.node import Node
+from simdist_ros.runtime import run_node
+
+def _make():
+    (here / "constructed").write_text("")
+    return Node("slow_import_node")
+
+def main():
+    return run_node(_make)
+'''
+
+
+@pytest.mark.timeout(120)
+def test_sigint_while_a_node_is_still_importing_stops_it_cleanly(tmp_path):
+    """A graph stopped while one node is still importing (a sibling failed at start-up) gets exit code 0 from
+    it, and the node is never constructed: the launcher's boot defers SIGINT until ``run_node`` reads it."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from simdist_ros.launcher import NODE_BOOT
+
+    (tmp_path / "slow_import_node.py").write_text(_SLOW_IMPORT_NODE)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen([sys.executable, "-c", NODE_BOOT.format(module="slow_import_node", func="main")],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        while not (tmp_path / "importing").exists():
+            assert proc.poll() is None, proc.stdout.read().decode()
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        (tmp_path / "go").write_text("")
+        out = proc.communicate(timeout=60)[0].decode()
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, out
+    assert "KeyboardInterrupt" not in out
+    assert not (tmp_path / "constructed").exists(), "a node stopped before it started is never built"

@@ -40,7 +40,10 @@ from simdist_ros.graph import (
 )
 from simdist_ros.secure_launch import secure_plan
 
-_BOOT = "import sys; from {module} import {func} as _m; sys.exit(_m())"
+# SIGINT is deferred before the node's imports (simdist_ros.boot): a graph stopped while a node is still
+# importing gets exit code 0 from it, not a KeyboardInterrupt traceback and -2.
+NODE_BOOT = ("import sys; from simdist_ros.boot import defer_stop_signal; defer_stop_signal(); "
+         "from {module} import {func} as _m; sys.exit(_m())")
 
 
 def repo_root() -> Path:
@@ -74,7 +77,7 @@ def node_command(node: ProcessSpec, overrides_file: Path) -> list[str]:
     holding every node's section), then remappings.
     """
     module, func = entry_point(node.executable)
-    cmd = [sys.executable, "-c", _BOOT.format(module=module, func=func), *node.arguments, "--ros-args",
+    cmd = [sys.executable, "-c", NODE_BOOT.format(module=module, func=func), *node.arguments, "--ros-args",
            "-r", f"__node:={node.name}"]
     if node.params_file is not None:
         cmd += ["--params-file", node.params_file]

@@ -31,6 +31,8 @@ from rclpy.exceptions import InvalidHandle
 from rclpy.executors import Executor, ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
 
+from simdist_ros import boot
+
 STAT_WINDOW = 2000
 """Tick latencies kept for percentiles (a bounded deque: ~16 KB)."""
 
@@ -337,6 +339,9 @@ def run_node(make_node: Callable[[], Node], args: list[str] | None = None, threa
         signal.signal(signal.SIGINT, on_signal)
         signal.signal(signal.SIGTERM, on_signal)
         logger = rclpy.logging.get_logger("simdist")
+        if boot.stop_requested.is_set():  # SIGINT while this process was still importing (launched nodes)
+            logger.info("stop requested before the node started; exiting without starting it")
+            return 0
         try:
             node = make_node()
         except Exception as exc:  # noqa: BLE001  (process boundary: report why the node cannot start)
