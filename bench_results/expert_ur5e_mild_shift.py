@@ -1,6 +1,6 @@
 """The UR5e's privileged expert on the candidate mild shifts of ``UR5E_MILD_SHIFT.md`` (peg and table leg).
 
-    python bench_results/expert_ur5e_mild_shift.py --episodes 20 --json bench_results/expert_ur5e_mild_shift.json
+Run: ``python bench_results/expert_ur5e_mild_shift.py --episodes 20 --json bench_results/expert_ur5e_mild_shift.json``
 """
 
 import argparse
@@ -15,6 +15,7 @@ CANDIDATES = ((1, 0.75, 3.0, 1.5), (1, 0.75, 2.0, 1.25), (0, 0.75, 3.0, 1.5))
 
 
 def main() -> None:
+    """Measure every candidate on every task and write one JSON."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--episodes", type=int, default=20)
     p.add_argument("--tasks", default="peg,table_leg")
