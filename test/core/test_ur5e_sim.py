@@ -195,7 +195,7 @@ def test_shifted_variant_replays_nominal_actions_differently():
     rng = np.random.default_rng(5)
     actions = np.clip(rng.normal(0.0, 0.6, size=(40, 4)), -1, 1)
     ends = {}
-    for task in ("ur5e/peg", "ur5e/peg", "ur5e/peg_shifted"):
+    for task in ("ur5e/peg", "ur5e/peg", "ur5e/peg_shifted", "ur5e/peg_mild_shift"):
         env = _make(task)
         env.reset(seed=2)
         for a in actions:
@@ -203,6 +203,9 @@ def test_shifted_variant_replays_nominal_actions_differently():
         ends.setdefault(task, []).append(env.privileged_state()["tcp_pos"].copy())
     assert np.allclose(ends["ur5e/peg"][0], ends["ur5e/peg"][1]), "nominal replay must be deterministic"
     assert np.linalg.norm(ends["ur5e/peg_shifted"][0] - ends["ur5e/peg"][0]) > 0.001
+    mild, strong = (np.linalg.norm(ends[t][0] - ends["ur5e/peg"][0])
+                    for t in ("ur5e/peg_mild_shift", "ur5e/peg_shifted"))
+    assert 0.001 < mild < strong, "the mild stand-in moves the arm off the nominal path, less than the strong one"
 
 
 def test_joint_command_matches_the_sim_ik_for_the_real_driver():

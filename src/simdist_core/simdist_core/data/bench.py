@@ -28,7 +28,7 @@ DEFAULT_TASK = {"go2": "pretrain", "ur5e": "peg"}
 """Task whose generation speed is measured (the pretraining data of each robot)."""
 EXPERT_TASKS = {
     "go2": ("flat", "slope", "rough", "foam", "ptfe_slope"),
-    "ur5e": ("peg", "table_leg", "peg_shifted", "table_leg_shifted"),
+    "ur5e": ("peg", "table_leg", "peg_shifted", "table_leg_shifted", "peg_mild_shift", "table_leg_mild_shift"),
 }
 """Tasks the expert is scored on."""
 

@@ -11,6 +11,14 @@ shifted peg 55% (narrow) / 70% (wide), shifted table leg 65% / 65%. Alone, two s
 costs the peg expert about half its successes. Aiming at the task command instead (the same 1.5 mm
 error, now observable; 20 episodes per cell, ``bench_results/expert_ur5e.json``): nominal 100% on both
 grids, shifted peg 30% / 35%, shifted table leg 35% / 45%.
+
+The ``*_mild_shift`` variants are the milder stand-in (``bench_results/UR5E_MILD_SHIFT.md``, defined and
+committed before any world-model run on them): one control step (50 ms) of extra latency, servos at 0.75 of
+their stiffness, a 3x heavier part (0.15 kg), friction 1.5x. Why: the ``*_shifted`` tasks are so far out that
+the expert fails most episodes, while the paper's real cell left the task solvable (its distilled policy
+inserted 25 % zero-shot, 85 % after 60 trials). Like the ``*_shifted`` tasks they lie outside the pretraining
+data (generated in the nominal task, no shift randomised); the expert, which knows the true dynamics, still
+succeeds: 100 % of 20 pegs and 20 table legs (``bench_results/expert_ur5e_mild_shift.json``).
 """
 
 from __future__ import annotations
@@ -26,6 +34,8 @@ from simdist_core.sim.ur5e_scene import SceneConfig
 
 REAL_WORLD_SHIFT = ShiftConfig(latency_steps=2, servo_gain_scale=0.5, part_mass_scale=6.0, friction_scale=2.0)
 """Contact/actuation shift of the ``*_shifted`` tasks."""
+MILD_SHIFT = ShiftConfig(latency_steps=1, servo_gain_scale=0.75, part_mass_scale=3.0, friction_scale=1.5)
+"""Contact/actuation shift of the ``*_mild_shift`` tasks (the first candidate of ``UR5E_MILD_SHIFT.md``)."""
 
 PEG = UR5eTaskConfig(task="peg", episode_s=15.0)
 """20 mm square peg, 21 mm square hole 30 mm deep; success = tip 20 mm in."""
@@ -42,6 +52,8 @@ DEFAULT_CONFIGS: dict[str, UR5eTaskConfig] = {
     "ur5e/table_leg": TABLE_LEG,
     "ur5e/peg_shifted": replace(PEG, shift=REAL_WORLD_SHIFT),
     "ur5e/table_leg_shifted": replace(TABLE_LEG, shift=REAL_WORLD_SHIFT),
+    "ur5e/peg_mild_shift": replace(PEG, shift=MILD_SHIFT),
+    "ur5e/table_leg_mild_shift": replace(TABLE_LEG, shift=MILD_SHIFT),
 }
 """Task id -> default config (one table: the registry builds from it)."""
 
