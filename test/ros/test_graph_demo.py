@@ -130,3 +130,13 @@ def test_loop_health_warns_when_the_machine_did_not_keep_the_loop():
     assert fine["verdict"] == "kept" and fine["advice"] == ""
     unknown = demo.loop_health({}, {"ticks": "garbage"}, rtf=1.0)
     assert unknown["verdict"] == "unknown" and unknown["planner_ticks_kept"] is None and unknown["advice"] == ""
+    governed = demo.loop_health({"steps": "1000", "fresh_command_steps": "800", "real_time_factor_now": "0.25",
+                                 "real_time_factor_reductions": "4"}, {"ticks": "800", "missed_ticks": "200"},
+                                rtf=1.0, rtf_floor=0.25)
+    assert governed["verdict"] == "not kept" and governed["rtf_now"] == 0.25 and governed["rtf_reductions"] == 4
+    assert "slowed down to 0.25" in governed["advice"] and "--rtf-floor 0.125" in governed["advice"]
+
+
+def test_rtf_floor_above_the_rtf_is_refused(capsys):
+    assert demo.main(["--rtf", "0.5", "--rtf-floor", "0.75"]) == 2
+    assert "--rtf-floor 0.75 is above --rtf 0.5" in capsys.readouterr().err

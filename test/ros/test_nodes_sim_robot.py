@@ -243,6 +243,43 @@ def test_sim_robot_measures_the_observation_to_command_delay():
     assert rc == 0, node.log()[-3000:]
 
 
+@pytest.mark.timeout(240)
+def test_sim_time_slows_down_while_the_loop_misses_commands():
+    """With ``real_time_factor_floor`` the robot's clock slows while most steps get no fresh command (a planner
+    that answers one observation in four), and says so in its diagnostics and log."""
+    ns = unique_namespace("pace")
+    params = {"task": "go2/flat", "real_time_factor": 1.0, "real_time_factor_floor": 0.25,
+              "diagnostics_period_s": 0.2}
+    node = NodeProcess("sim_robot_node", params, "sim_robot", ns)
+    obs = Observer(ns)
+    try:
+        joints = obs.collect(JointState, topics.JOINT_STATES, qos.SENSOR)
+        diags = obs.collect(DiagnosticArray, topics.DIAGNOSTICS, qos.RELIABLE)
+        cmd_pub = obs.publisher(Float64MultiArray, topics.COMMAND, qos.command(50.0))
+        answered: set[int] = set()
+
+        def answer():  # one observation in four gets its command
+            if joints:
+                stamp = msgs.stamp_to_ns(joints[-1].header.stamp)
+                if stamp not in answered:
+                    answered.add(stamp)
+                    if len(answered) % 4 == 0:
+                        cmd_pub.publish(msgs.make_command(np.zeros(12), stamp))
+
+        def slowed():
+            values = diag_values(diags, "sim robot")
+            return float(values.get("real_time_factor_now", 1.0)) < 1.0 and \
+                int(values.get("real_time_factor_reductions", 0)) >= 1
+
+        assert obs.spin_until(lambda: slowed() or not node.alive(), 120.0, on_spin=answer), node.log()[-3000:]
+        assert node.alive()
+    finally:
+        obs.close()
+        rc = node.stop()
+    assert rc == 0, node.log()[-3000:]
+    assert "real-time factor lowered to 0.70" in node.log()
+
+
 def test_episode_ends_of_either_outcome_log_in_any_order():
     """A success after a failure must not raise in rclpy's logger (it reset the task and lost the success)."""
     import rclpy

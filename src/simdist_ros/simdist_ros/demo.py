@@ -148,6 +148,10 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--rtf", type=float, default=1.0,
                    help="sim real-time factor (1 = real time; the planner and finetuner keep up on 2 cores, "
                         "see `simdist bench graph`)")
+    p.add_argument("--rtf-floor", type=float, default=0.25,
+                   help="while fewer than 95 %% of the robot's steps get a fresh command, the simulated clock slows "
+                        "down (to this factor at most) and speeds up again when the loop keeps up: a slow or busy "
+                        "machine then still adapts, in more wall time; 0 = always run at --rtf")
     p.add_argument("--lockstep", action="store_true",
                    help="step the sim only after each planner command: a late CPU tick slows sim time instead of "
                         "leaving the robot unplanned, but the run is ~5x slower in wall time")
@@ -176,6 +180,9 @@ def validate(args: argparse.Namespace) -> tuple[str, Path]:
     for option, value in (("--minutes", args.minutes), ("--rtf", args.rtf), ("--print-every-s", args.print_every_s)):
         check_positive(option, value)
     check_positive("--eval-episodes", args.eval_episodes, allow_zero=True)
+    check_positive("--rtf-floor", args.rtf_floor, allow_zero=True)
+    if args.rtf_floor > args.rtf:
+        raise UsageError(f"--rtf-floor {args.rtf_floor:g} is above --rtf {args.rtf:g}")
     if args.video is not None and not args.eval_episodes:
         raise UsageError("--video renders the fixed-episode evaluation, which --eval-episodes 0 skips")
     if args.video is not None and args.video != Path() and args.video.suffix.lower() not in (".mp4", ".gif"):
@@ -186,7 +193,9 @@ def validate(args: argparse.Namespace) -> tuple[str, Path]:
 
 def _line(prog: Progress, unit: str) -> str:
     pl = prog.planner
-    return (f"t_sim {prog.sim_time_s:7.1f} s | model v{pl.get('model_version', '?'):>3} | "
+    pace = prog.robot.get("real_time_factor_now")
+    pace = "" if pace is None else f" (rtf {float(pace):.2f})"
+    return (f"t_sim {prog.sim_time_s:7.1f} s{pace} | model v{pl.get('model_version', '?'):>3} | "
             f"last min {prog.last_minute():6.2f} {unit} | total {prog.total:7.2f} | "
             f"deadline misses {pl.get('deadline_misses', '?')} | missed ticks {pl.get('missed_ticks', '?')} | "
             f"finetune rounds {prog.finetuner.get('rounds', '0')} (accepted {prog.finetuner.get('accepted', '0')}) | "
@@ -219,7 +228,7 @@ LOOP_KEPT = 0.95
 """Share of the robot's steps that must get a fresh command for a run to count as the loop keeping up."""
 
 
-def loop_health(robot: dict[str, str], planner: dict[str, str], rtf: float) -> dict[str, Any]:
+def loop_health(robot: dict[str, str], planner: dict[str, str], rtf: float, rtf_floor: float = 0.0) -> dict[str, Any]:
     """Did the control loop keep up? From the last diagnostics of the simulated robot and the planner.
 
     A machine too slow for the graph still runs it, but its robot acts on late or repeated commands and falls
@@ -240,9 +249,13 @@ def loop_health(robot: dict[str, str], planner: dict[str, str], rtf: float) -> d
     advice = "" if verdict != "not kept" else (
         f"the control loop did not keep up on this machine: {100 * fresh_share:.1f} % of the robot's steps got a "
         f"fresh command (planner ticks kept: {'?' if kept is None else f'{100 * kept:.1f} %'}); the figures above "
-        f"measure the machine as much as the model; try --rtf {max(0.1, round(rtf / 2, 2)):g}")
+        f"measure the machine as much as the model; "
+        + (f"try --rtf {max(0.1, round(rtf / 2, 2)):g}" if not rtf_floor else
+           f"the clock slowed down to {num(robot, 'real_time_factor_now') or rtf:.2f} of real time; "
+           f"try --rtf-floor {max(0.05, round(rtf_floor / 2, 3)):g}"))
     return {"fresh_command_share": fresh_share, "planner_ticks_kept": kept,
-            "achieved_rtf": num(robot, "achieved_real_time_factor"), "verdict": verdict, "advice": advice}
+            "achieved_rtf": num(robot, "achieved_real_time_factor"), "rtf_now": num(robot, "real_time_factor_now"),
+            "rtf_reductions": num(robot, "real_time_factor_reductions"), "verdict": verdict, "advice": advice}
 
 
 def fixed_seed_evaluation(task: str, shipped: Path, adapted: Path, episodes: int, seconds: float,
@@ -366,11 +379,14 @@ def main(argv: list[str]) -> int:
     launch_args = {"sim": "true", "task": task, "checkpoint": str(checkpoint), "output_dir": str(out),
                    "adapt": "false" if args.no_adapt else "true"}
     graph = GraphProcess(load_graph(args.robot), launch_args, log_dir=out / "logs",
-                         parameters={"sim_robot": {"real_time_factor": args.rtf, "lockstep": args.lockstep}})
+                         parameters={"sim_robot": {"real_time_factor": args.rtf, "lockstep": args.lockstep,
+                                                   "real_time_factor_floor": args.rtf_floor}})
     prog = Progress(kind=demo["progress"])
     listener = _listen(prog)
     print(f"simdist demo: {args.robot} on {task}, checkpoint {checkpoint}, {args.minutes:g} simulated minutes at "
-          f"real-time factor {args.rtf:g}; node logs in {out / 'logs'} (Ctrl-C stops early)", flush=True)
+          f"real-time factor {args.rtf:g}" + (f" (slowing to {args.rtf_floor:g} if the loop falls behind)"
+                                            if args.rtf_floor and not args.lockstep else "")
+          + f"; node logs in {out / 'logs'} (Ctrl-C stops early)", flush=True)
     failed: list[str] = []
 
     def _terminate(signum: int, _frame: object) -> None:
@@ -399,10 +415,12 @@ def main(argv: list[str]) -> int:
              + (f"; progress adapted / shipped {ratio:.2f}x" if ratio is not None else ""))
     png = plot_progress(prog, demo["unit"], title, out / "progress.png")
     summary = {"robot": args.robot, "task": task, "checkpoint": str(checkpoint), "rtf": args.rtf,
+               "rtf_floor": args.rtf_floor,
                "lockstep": args.lockstep, "adapt": not args.no_adapt, "sim_time_s": prog.sim_time_s,
                "progress_total": prog.total, "unit": demo["unit"], "adaptation": phases, "swaps": prog.swaps,
                "planner": prog.planner, "finetuner": prog.finetuner, "robot_diagnostics": prog.robot,
-               "exit_codes": codes, "loop": loop_health(prog.robot, prog.planner, args.rtf)}
+               "exit_codes": codes,
+               "loop": loop_health(prog.robot, prog.planner, args.rtf, 0.0 if args.lockstep else args.rtf_floor)}
     print(_line(prog, demo["unit"]))
     print(_phase_lines(phases, demo["unit"], len(prog.swaps)))
     if summary["loop"]["advice"]:

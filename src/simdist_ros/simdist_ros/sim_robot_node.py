@@ -19,6 +19,9 @@ Graph role (topics relative, see ``simdist_ros.topics``):
 The node owns simulated time: it runs on wall time itself (``use_sim_time`` false), steps the env one
 control period per loop in a worker thread, and publishes ``/clock`` so every other node can follow with
 ``use_sim_time:=true``. ``real_time_factor`` paces the loop (1 = real time, 0 = as fast as the CPU allows);
+with ``real_time_factor_floor`` > 0 the pace follows the control loop (``simdist_core.sim.pacing``): it drops
+(down to the floor) while fewer than 95 % of the steps get a fresh command and climbs back while the loop keeps
+up, as a simulator that cannot keep real time slows down (``real_time_factor_now`` in diagnostics);
 ``lockstep`` additionally waits for a command after every step, so a slow planner slows sim time instead of
 being overrun by it (results independent of the CPU).
 
@@ -63,6 +66,7 @@ from sensor_msgs.msg import Image, Imu, JointState
 from simdist_core.config import parse_overrides
 from simdist_core.robots import get_robot
 from simdist_core.sim.base import RobotEnv, make_env
+from simdist_core.sim.pacing import RealTimeGovernor
 from simdist_core.sim.robot_frames import RobotFrames, layout
 from std_msgs.msg import Bool, Float64MultiArray, Header, String
 from std_srvs.srv import Trigger
@@ -96,6 +100,8 @@ class SimRobotParams:
     evaluation can be compared on the same episodes (``simdist bench parity``)."""
     real_time_factor: float
     """Sim seconds per wall second; 0 = as fast as possible."""
+    real_time_factor_floor: float
+    """0: pace at ``real_time_factor``; > 0: slow down to this while the control loop misses commands."""
     command_timeout_s: float
     """Sim seconds after which a command is stale (watchdog -> default pose)."""
     lockstep: bool
@@ -124,6 +130,8 @@ ROWS = (
     P("seed", 0, "Seed of the first reset", lo=0, hi=2**31 - 1, read_only=True),
     P("episode_seeds", False, "Reset episode k with seed + k (as simdist eval does)", read_only=True),
     P("real_time_factor", 1.0, "Sim seconds per wall second; 0 = as fast as possible", lo=0.0, hi=1000.0),
+    P("real_time_factor_floor", 0.0, "0 = fixed pace; > 0 = slow down to this while the loop misses commands",
+      lo=0.0, hi=1000.0, read_only=True),
     P("command_timeout_s", 0.2, "Sim seconds after which a command is stale (watchdog)", lo=0.0, hi=10.0),
     P("lockstep", False, "Wait for a command after every step (CPU-independent sim time)"),
     P("lockstep_timeout_s", 2.0, "Lockstep: wall seconds to wait for a command", lo=0.001, hi=600.0),
@@ -161,6 +169,7 @@ class SimRobotNode(Node):
                        "fresh_command_steps": 0, "unstamped_command_steps": 0,
                        **{_delay_key(n): 0 for n in range(DELAY_BINS + 1)}}  # fmt: skip
         self._watchdog_active = True
+        self._governor: RealTimeGovernor | None = None  # made by the sim thread when the pace may follow the loop
         self._rtf_window = (time.monotonic(), 0)
         # Running totals over all episodes (diagnostics ``progress_m`` / ``commanded_m``): a monitor reads the
         # distance at the diagnostics rate instead of subscribing to 50 Hz odometry (~0.4 ms of a core per message).
@@ -303,6 +312,7 @@ class SimRobotNode(Node):
         next_wall = time.monotonic()
         while not self._stop.is_set():
             sim_before_ns = self.sim_ns
+            steps_before, fresh_before = self.counts["steps"], self.counts["fresh_command_steps"]
             try:
                 before = self.counts["commands"]
                 self.step_once()
@@ -317,7 +327,8 @@ class SimRobotNode(Node):
                     self._episode_start_ns = self.sim_ns + self.dt_ns
                     self._announce_episode("sim_error", self._episode_start_ns)
             periods = max(1, (self.sim_ns - sim_before_ns) // self.dt_ns)
-            rtf = self._tunable.current.real_time_factor
+            rtf = self._pace(params, self.counts["steps"] - steps_before,
+                             self.counts["fresh_command_steps"] - fresh_before)
             if rtf <= 0.0:
                 next_wall = time.monotonic()
                 continue
@@ -332,6 +343,22 @@ class SimRobotNode(Node):
         close = getattr(self.env, "close", None)
         if close is not None:
             close()  # in this thread: the renderer's GL context belongs to it
+
+    def _pace(self, params: SimRobotParams, steps: int, fresh: int) -> float:
+        """The real-time factor of the next step: the parameter's, or the governor's below it."""
+        asked = self._tunable.current.real_time_factor
+        if params.real_time_factor_floor <= 0.0 or params.lockstep or asked <= 0.0:
+            return asked  # fixed pace; lockstep already slows sim time to the planner's; 0 = unpaced
+        if self._governor is None:
+            self._governor = RealTimeGovernor(ceiling=asked, floor=min(params.real_time_factor_floor, asked),
+                                              window_steps=max(1, int(round(5.0 * self.spec.control_hz))))
+        elif asked != self._governor.ceiling:
+            self._governor.set_ceiling(asked)
+        reductions = self._governor.reductions
+        rtf = self._governor.record(steps, min(fresh, steps))
+        if self._governor.reductions > reductions:
+            self.get_logger().warning(f"the control loop missed commands: real-time factor lowered to {rtf:.2f}")
+        return rtf
 
     def _wait_for_command(self, count_before_step: int) -> None:
         """Lockstep: block until the command answering the newest observation arrives (or the timeout passes).
@@ -472,6 +499,9 @@ class SimRobotNode(Node):
                                      "command_delay_p50_periods": float("nan") if p50 is None else p50,
                                      "command_delay_p99_periods": float("nan") if p99 is None else p99,
                                      **process_counts()}
+        governor = self._governor
+        if governor is not None:
+            values.update(real_time_factor_now=governor.rtf, real_time_factor_reductions=governor.reductions)
         values.update({f"metric/{k}": float(v) for k, v in metrics.items()})
         if "forward_progress_m" in metrics:  # cumulative over episodes (a fall's reset is not progress)
             values["progress_m"] = finished_m + float(metrics["forward_progress_m"])
