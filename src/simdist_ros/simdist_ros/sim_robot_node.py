@@ -346,8 +346,9 @@ class SimRobotNode(Node):
 
     def _pace(self, params: SimRobotParams, steps: int, fresh: int) -> float:
         """The real-time factor of the next step: the parameter's, or the governor's below it."""
-        asked = self._tunable.current.real_time_factor
-        if params.real_time_factor_floor <= 0.0 or params.lockstep or asked <= 0.0:
+        current = self._tunable.current  # real_time_factor and lockstep may change at run time
+        asked = current.real_time_factor
+        if params.real_time_factor_floor <= 0.0 or current.lockstep or asked <= 0.0:
             return asked  # fixed pace; lockstep already slows sim time to the planner's; 0 = unpaced
         if self._governor is None:
             self._governor = RealTimeGovernor(ceiling=asked, floor=min(params.real_time_factor_floor, asked),
