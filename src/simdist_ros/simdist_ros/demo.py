@@ -381,11 +381,12 @@ def main(argv: list[str]) -> int:
     graph = GraphProcess(load_graph(args.robot), launch_args, log_dir=out / "logs",
                          parameters={"sim_robot": {"real_time_factor": args.rtf, "lockstep": args.lockstep,
                                                    "real_time_factor_floor": args.rtf_floor}})
+    governed_floor = 0.0 if args.lockstep else args.rtf_floor  # lockstep already slows sim time to the loop's
     prog = Progress(kind=demo["progress"])
     listener = _listen(prog)
     print(f"simdist demo: {args.robot} on {task}, checkpoint {checkpoint}, {args.minutes:g} simulated minutes at "
-          f"real-time factor {args.rtf:g}" + (f" (slowing to {args.rtf_floor:g} if the loop falls behind)"
-                                            if args.rtf_floor and not args.lockstep else "")
+          f"real-time factor {args.rtf:g}" + (f" (slowing to {governed_floor:g} if the loop falls behind)"
+                                            if governed_floor else "")
           + f"; node logs in {out / 'logs'} (Ctrl-C stops early)", flush=True)
     failed: list[str] = []
 
@@ -420,7 +421,7 @@ def main(argv: list[str]) -> int:
                "progress_total": prog.total, "unit": demo["unit"], "adaptation": phases, "swaps": prog.swaps,
                "planner": prog.planner, "finetuner": prog.finetuner, "robot_diagnostics": prog.robot,
                "exit_codes": codes,
-               "loop": loop_health(prog.robot, prog.planner, args.rtf, 0.0 if args.lockstep else args.rtf_floor)}
+               "loop": loop_health(prog.robot, prog.planner, args.rtf, governed_floor)}
     print(_line(prog, demo["unit"]))
     print(_phase_lines(phases, demo["unit"], len(prog.swaps)))
     if summary["loop"]["advice"]:

@@ -43,7 +43,7 @@ from simdist_ros.secure_launch import secure_plan
 # SIGINT is deferred before the node's imports (simdist_ros.boot): a graph stopped while a node is still
 # importing gets exit code 0 from it, not a KeyboardInterrupt traceback and -2.
 NODE_BOOT = ("import sys; from simdist_ros.boot import defer_stop_signal; defer_stop_signal(); "
-         "from {module} import {func} as _m; sys.exit(_m())")
+             "from {module} import {func} as _m; sys.exit(_m())")
 
 
 def repo_root() -> Path:
