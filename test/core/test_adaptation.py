@@ -340,3 +340,35 @@ def test_committed_reports_without_episode_values_still_summarise_print_and_plot
     plot(report, tmp_path / "old.png")
     _print_table(report)
     assert (tmp_path / "old.png").stat().st_size > 1000 and "dynamics_only" in capsys.readouterr().out
+
+
+def test_dynamics_only_is_compared_paired_with_every_rival_on_its_minute_marks():
+    """Dynamics-only gets a paired difference (with its interval) against each RL baseline, full finetuning and
+    the compared checkpoint's dynamics-only, at the minute marks they share; no other method gets rivals."""
+    from simdist_core.eval.adaptation import point_fields, rivals_of, summarise
+
+    def series(minutes, episode_lists):
+        points = [point_fields(_point([(p, 0.0, 10.0) for p in eps], 0.1), "forward_progress_m")
+                  for eps in episode_lists]
+        return {"minutes": minutes, **{k: [p[k] for p in points] for k in points[0]}}
+
+    zero = [1.0, 2.0, 1.5, 0.5]
+    results = {"zero_shot": series([0.0], [zero]),
+               "dynamics_only": series([0.0, 5.0], [zero, [5.0, 6.0, 5.5, 4.5]]),
+               "full_finetune": series([0.0, 5.0], [zero, [0.0, 0.5, 0.1, 0.2]]),
+               "iql": series([0.0, 5.0], [[0.0] * 4, [4.0, 5.0, 4.5, 3.5]]),
+               "rlpd": series([0.0, 2.0], [[0.0] * 4, [1.0] * 4]),  # no 5-minute mark: no comparison there
+               "zero_shot@eo": series([0.0], [[0.2, 0.1, 0.3, 0.2]]),
+               "dynamics_only@eo": series([0.0, 5.0], [[0.2, 0.1, 0.3, 0.2], [2.0, 2.5, 1.5, 2.0]])}
+    assert set(rivals_of("dynamics_only", results)) == {"full_finetune", "iql", "rlpd", "dynamics_only@eo"}
+    assert set(rivals_of("dynamics_only@eo", results)) == set()  # nothing else ran from that checkpoint
+    assert rivals_of("iql", results) == {} and rivals_of("full_finetune", results) == {}
+    summary = summarise(results)
+    last = summary["dynamics_only"]["by_minute"][-1]
+    assert last["metric_minus_iql"] == pytest.approx(1.0)
+    low, high = last["metric_minus_iql_ci95"]
+    assert 0.0 < low <= 1.0 <= high  # every episode of dynamics-only is 1 m ahead of the same IQL episode
+    assert last["metric_minus_dynamics_only@eo"] == pytest.approx(3.25)
+    assert last["metric_minus_full_finetune"] == pytest.approx(5.05)
+    assert "metric_minus_rlpd" not in last and "metric_minus_rlpd" in summary["dynamics_only"]["by_minute"][0]
+    assert "metric_minus_dynamics_only" not in str(summary["iql"])

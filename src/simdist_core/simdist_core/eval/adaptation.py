@@ -464,14 +464,34 @@ def summarise(results: dict[str, Any]) -> dict[str, Any]:
         if res.get("reward_per_step", [None])[-1] is not None and zero.get("reward_per_step", [None])[0] is not None:
             out[method]["reward_per_step_minus_zero_shot"] = res["reward_per_step"][-1] - zero["reward_per_step"][0]
         if episode_clusters(res, 0) is not None and episode_clusters(zero, 0) is not None:
-            base, _, label = method.partition("@")
-            rival = results.get(f"full_finetune@{label}" if label else "full_finetune") \
-                if base == "dynamics_only" else None  # fmt: skip
-            rows = minute_summary(res, zero, rival)
+            rows = minute_summary(res, zero, rivals_of(method, results))
             out[method]["by_minute"] = rows
             for key in ("metric_ratio_vs_zero_shot_ci95", "metric_minus_zero_shot_ci95"):
                 out[method][key] = rows[-1][key]
     return out
+
+
+def rivals_of(method: str, results: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """What ``method`` is compared with, paired, besides zero-shot: name in the report's keys -> results.
+
+    Only dynamics-only finetuning (SimDist) has rivals: the other methods from the same checkpoint (full
+    finetuning, RLPD, IQL), named without the checkpoint's label, and, from the main checkpoint, dynamics-only
+    finetuning of every ``--compare`` checkpoint (``dynamics_only@LABEL``: the expert-only ablation). Reports
+    name a comparison ``metric_minus_<rival>`` and ``metric_ratio_vs_<rival>``.
+    """
+    base, _, label = method.partition("@")
+    if base != "dynamics_only":
+        return {}
+    rivals = {}
+    for other, res in results.items():
+        other_base, _, other_label = other.partition("@")
+        if other_base in ("zero_shot", "dynamics_only") and other_label == label:
+            continue
+        if other_label == label:
+            rivals[other_base] = res
+        elif not label and other_base == "dynamics_only":
+            rivals[other] = res
+    return rivals
 
 
 def episode_clusters(res: dict[str, Any], i: int) -> list[list[float]] | None:
@@ -494,15 +514,17 @@ def _ci(fn: Any, *args: Any) -> tuple[float | None, list[float] | None]:  # noqa
     return value, [low, high]
 
 
-def minute_summary(res: dict[str, Any], zero: dict[str, Any], rival: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """Per minute mark of ``res``: its metric and falls, and paired comparisons with zero-shot (and ``rival``).
+def minute_summary(res: dict[str, Any], zero: dict[str, Any],
+                   rivals: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:  # fmt: skip
+    """Per minute mark of ``res``: its metric and falls, and paired comparisons with zero-shot and ``rivals``.
 
     Falls per simulated minute of evaluation are given for the method and for zero-shot. Every comparison is
     paired: within a seed both series ran the same evaluation episodes (same seeds), so the two-level bootstrap
     (``stats.paired_cluster_*``) resamples seeds, then episode indices, and applies the draw to both. The ratio
     is ``None`` where the denominator's mean is not positive (e.g. a negative zero-shot progress); the
-    difference is always given. ``rival`` (``full_finetune`` for ``dynamics_only``) gives
-    ``metric_ratio_vs_full_finetune`` / ``metric_minus_full_finetune``. The latent-error ratio is zero-shot over
+    difference is always given. Each of ``rivals`` (name -> results, :func:`rivals_of`) that has the same
+    minute mark gives ``metric_ratio_vs_<name>`` / ``metric_minus_<name>`` with their intervals (RL baselines
+    evaluate on the same episode seeds). The latent-error ratio is zero-shot over
     method of the (seed-mean) errors, with the per-seed ratios.
     """
     rows = []
@@ -517,11 +539,13 @@ def minute_summary(res: dict[str, Any], zero: dict[str, Any], rival: dict[str, A
             stats.paired_cluster_ratio_ci, eps, zero_eps)
         row["metric_minus_zero_shot"], row["metric_minus_zero_shot_ci95"] = _ci(
             stats.paired_cluster_difference_ci, eps, zero_eps)
-        if rival is not None and i < len(rival["minutes"]) and rival["minutes"][i] == minutes:
-            other = episode_clusters(rival, i)
-            row["metric_ratio_vs_full_finetune"], row["metric_ratio_vs_full_finetune_ci95"] = _ci(
+        for name, rival in (rivals or {}).items():
+            if minutes not in rival["minutes"] or (other := episode_clusters(rival, rival["minutes"].index(minutes))) \
+                    is None:  # fmt: skip
+                continue
+            row[f"metric_ratio_vs_{name}"], row[f"metric_ratio_vs_{name}_ci95"] = _ci(
                 stats.paired_cluster_ratio_ci, eps, other)
-            row["metric_minus_full_finetune"], row["metric_minus_full_finetune_ci95"] = _ci(
+            row[f"metric_minus_{name}"], row[f"metric_minus_{name}_ci95"] = _ci(
                 stats.paired_cluster_difference_ci, eps, other)
         err, zero_err = res["latent_error"][i], zero["latent_error"][0]
         row["latent_error_ratio_zero_shot_over_method"] = zero_err / err if err else None
