@@ -540,8 +540,8 @@ def minute_summary(res: dict[str, Any], zero: dict[str, Any],
         row["metric_minus_zero_shot"], row["metric_minus_zero_shot_ci95"] = _ci(
             stats.paired_cluster_difference_ci, eps, zero_eps)
         for name, rival in (rivals or {}).items():
-            if minutes not in rival["minutes"] or (other := episode_clusters(rival, rival["minutes"].index(minutes))) \
-                    is None:  # fmt: skip
+            other = episode_clusters(rival, rival["minutes"].index(minutes)) if minutes in rival["minutes"] else None
+            if other is None:
                 continue
             row[f"metric_ratio_vs_{name}"], row[f"metric_ratio_vs_{name}_ci95"] = _ci(
                 stats.paired_cluster_ratio_ci, eps, other)
