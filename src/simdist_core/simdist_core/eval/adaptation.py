@@ -485,11 +485,9 @@ def rivals_of(method: str, results: dict[str, Any]) -> dict[str, dict[str, Any]]
     rivals = {}
     for other, res in results.items():
         other_base, _, other_label = other.partition("@")
-        if other_base in ("zero_shot", "dynamics_only") and other_label == label:
-            continue
-        if other_label == label:
+        if other_label == label and other_base not in ("zero_shot", "dynamics_only"):
             rivals[other_base] = res
-        elif not label and other_base == "dynamics_only":
+        elif not label and other_label and other_base == "dynamics_only":
             rivals[other] = res
     return rivals
 
