@@ -10,7 +10,7 @@ predicted return of the chosen plans. A finetuned planner that earns *more* true
 less progress is not misled by its model: the reward ranks another behaviour above the task.
 
 ``--finetuned DIR`` drives an already adapted checkpoint instead (e.g. ``<workdir>/dynamics_only/final``, the
-model a benchmark run ended with). ``--expert`` also drives the privileged expert on the same seeds, scoring
+model a benchmark run ended with); with neither, the pretrained model is the only one driven. ``--expert`` also drives the privileged expert on the same seeds, scoring
 each of its steps with the pretrained model's (frozen) reward head: if the expert walks and earns more true
 reward per step than the planner while the head scores its steps lower, the frozen reward misranks behaviour
 on that task; if the expert itself earns less true reward per step than a planner that slides, the task's
@@ -200,7 +200,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--task", required=True)
     p.add_argument("--checkpoint", type=Path, required=True)
-    p.add_argument("--experience", type=Path, default=None, help="finetune on this experience (or --finetuned)")
+    p.add_argument("--experience", type=Path, default=None, help="finetune on this experience (or --finetuned; "
+                   "neither: the pretrained model alone)")  # fmt: skip
     p.add_argument("--finetuned", type=Path, default=None, help="an adapted checkpoint to drive (no finetuning)")
     p.add_argument("--expert", action="store_true", help="also drive the privileged expert on the same seeds")
     p.add_argument("--steps", type=int, default=1200, help="finetune updates (the benchmark's rounds summed)")
@@ -209,12 +210,14 @@ def main() -> None:
     p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="task override")
     p.add_argument("--json", type=Path, required=True)
     args = p.parse_args()
-    if (args.experience is None) == (args.finetuned is None):
-        p.error("give exactly one of --experience (finetune here) and --finetuned (an adapted checkpoint)")
+    if args.experience is not None and args.finetuned is not None:
+        p.error("give at most one of --experience (finetune here) and --finetuned (an adapted checkpoint)")
     torch.set_num_threads(1)
     model, _ = load_checkpoint(args.checkpoint)
     command = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
-    if args.finetuned is not None:
+    if args.experience is None and args.finetuned is None:  # the pretrained model alone
+        finetuned, out = None, {"gate": "not run: no adapted model", "command": command}
+    elif args.finetuned is not None:
         finetuned, _ = load_checkpoint(args.finetuned)
         out = {"gate": f"not run: adapted checkpoint {args.finetuned}", "command": command}
     else:
@@ -222,15 +225,15 @@ def main() -> None:
                                               replace(AdaptationConfig().finetune, steps=args.steps))  # fmt: skip
         out = {"gate": report.gate.reason, "command": command}
     env = parse_overrides(args.env)
-    drivers = [("pretrained", model, False), ("finetuned", finetuned, False)]
+    drivers = [("pretrained", model, False)] + ([("finetuned", finetuned, False)] if finetuned is not None else [])
     if args.expert:
         drivers.append(("expert_scored_by_pretrained", model, True))
     for name, m, expert in drivers:
         out[name] = drive(m, args.task, env, args.episodes, args.seconds, expert=expert)
         print(name, out[name], flush=True)
     if args.expert:
-        out["expert_plans_scored"] = expert_plans_scored({"pretrained": model, "finetuned": finetuned}, args.task,
-                                                         env, args.episodes, args.seconds)  # fmt: skip
+        scored = {"pretrained": model} | ({"finetuned": finetuned} if finetuned is not None else {})
+        out["expert_plans_scored"] = expert_plans_scored(scored, args.task, env, args.episodes, args.seconds)
         print("expert_plans_scored", out["expert_plans_scored"], flush=True)
     text = json.dumps(out, indent=1, default=str)
     args.json.write_text(text)
