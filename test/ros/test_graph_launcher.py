@@ -99,3 +99,46 @@ def test_sigint_while_a_node_is_still_importing_stops_it_cleanly(tmp_path):
     assert proc.returncode == 0, out
     assert "KeyboardInterrupt" not in out
     assert not (tmp_path / "constructed").exists(), "a node stopped before it started is never built"
+
+
+_CONSOLE_SCRIPT = '''
+import sys
+from slow_console_node import main
+sys.exit(main())
+'''
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(("script_name", "stops_cleanly"), [("slow_import_node", True), ("slow_import_tool", False)])
+def test_sigint_while_a_console_script_node_is_importing(tmp_path, script_name, stops_cleanly):
+    """Under ``ros2 launch`` a node's console script imports the node module directly (no launcher boot): a
+    node module imports ``simdist_ros.boot`` first, which defers SIGINT when the process is a node executable
+    (``*_node``), so a node stopped mid-import exits 0 unbuilt. Any other program keeps Python's default
+    (``KeyboardInterrupt``): importing a node module in a test or a notebook must not swallow Ctrl-C."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    module = _SLOW_IMPORT_NODE.replace("import pathlib, time", "import simdist_ros.boot\nimport pathlib, time", 1)
+    (tmp_path / "slow_console_node.py").write_text(module)
+    script = tmp_path / script_name
+    script.write_text(_CONSOLE_SCRIPT)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        while not (tmp_path / "importing").exists():
+            assert proc.poll() is None, proc.stdout.read().decode()
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.5)  # let the default handler raise mid-import where it is not deferred
+        (tmp_path / "go").write_text("")
+        out = proc.communicate(timeout=60)[0].decode()
+    finally:
+        proc.kill()
+    if stops_cleanly:
+        assert proc.returncode == 0, out
+        assert "KeyboardInterrupt" not in out
+    else:
+        assert proc.returncode != 0 and "KeyboardInterrupt" in out, out
+    assert not (tmp_path / "constructed").exists(), "a node stopped before it started is never built"
