@@ -10,12 +10,15 @@ predicted return of the chosen plans. A finetuned planner that earns *more* true
 less progress is not misled by its model: the reward ranks another behaviour above the task.
 
 ``--finetuned DIR`` drives an already adapted checkpoint instead (e.g. ``<workdir>/dynamics_only/final``, the
-model a benchmark run ended with); with neither, the pretrained model is the only one driven. ``--expert`` also drives the privileged expert on the same seeds, scoring
-each of its steps with the pretrained model's (frozen) reward head: if the expert walks and earns more true
-reward per step than the planner while the head scores its steps lower, the frozen reward misranks behaviour
-on that task; if the expert itself earns less true reward per step than a planner that slides, the task's
-reward does not favour walking there. The true reward's named terms are reported per step, and the return
-per episode (an early fall ends the episode, so per-step means alone can hide what falling is worth).
+model a benchmark run ended with); with neither, the pretrained model is the only one driven. ``--expert``
+also drives the privileged expert on the same seeds, scoring each of its steps with the pretrained model's
+(frozen) reward head: if the expert walks and earns more true reward per step than the planner while the head
+scores its steps lower, the frozen reward misranks behaviour on that task; if the expert itself earns less true
+reward per step than a planner that slides, the task's reward does not favour walking there. Along the expert's
+episodes each model also scores the expert's next H actions against its planner's own choice, with the planner's
+objective and (Go2) with the velocity-tracking term read off the probe head's predicted base velocity.
+The true reward's named terms are reported per step, and the return per episode (an early fall ends the
+episode, so per-step means alone can hide what falling is worth).
 
     python scripts/diagnostics/planner_objective.py --task go2/foam --checkpoint checkpoints/go2 \
         --experience /tmp/adapt/foam/dynamics_only --json out.json
@@ -129,6 +132,18 @@ def score_parts(planner: MPPIPlanner, latent: Latent, plan: torch.Tensor) -> tup
     return reward, value
 
 
+def probe_tracking(planner: MPPIPlanner, latent: Latent, plan: torch.Tensor, command: np.ndarray,
+                   sigma_m_s: float) -> float:  # fmt: skip
+    """Mean velocity-tracking term exp(-|v_xy - cmd_xy|^2 / sigma^2) over ``plan``, v read by the probe head.
+
+    v is the frozen probe's reading (Go2: base velocity) of the latents the dynamics predict for the plan: what the
+    task's main reward term would be if the probe, rather than the frozen reward head, judged the predicted motion.
+    """
+    with torch.inference_mode():
+        velocity = planner.model.decode_probe(planner.model.predict(latent, plan[None]))[0, :, :2].numpy()
+    return float(np.mean(np.exp(-np.sum((velocity - command[:2]) ** 2, axis=-1) / sigma_m_s**2)))
+
+
 class ExpertWatcher:
     """Drives the expert; at each step every planner plans from the same observation (not executed)."""
 
@@ -142,6 +157,8 @@ class ExpertWatcher:
         self.chosen: dict[str, list[torch.Tensor]] = {name: [] for name in self.planners}
         """Each planner's chosen plan (its mean, H x A) at each step."""
         self.actions: list[np.ndarray] = []
+        self.commands: list[np.ndarray] = []
+        """The task command (vx, vy, yaw rate) at each step."""
         for planner in self.planners.values():
             planner.reset()
 
@@ -155,6 +172,7 @@ class ExpertWatcher:
             self.latents[name].append(latent)
         action = np.clip(self.expert.act(self.env), -1.0, 1.0).astype(np.float32)
         self.actions.append(action)
+        self.commands.append(np.asarray(self.env.command, dtype=np.float64).copy())
         return action
 
 
@@ -172,26 +190,36 @@ def expert_plans_scored(models: dict[str, torch.nn.Module], task: str, env_overr
     watcher = ExpertWatcher(env, {name: MPPIPlanner(m, planner_preset("cpu")) for name, m in models.items()})
     horizon = planner_preset("cpu").horizon
     parts = ("reward_sum", "terminal_value")
-    rows: dict[str, list[tuple[float, float, float, float]]] = {name: [] for name in models}
+    rows: dict[str, list[tuple[float, ...]]] = {name: [] for name in models}
+    probe_velocity = env.spec.probe == "base_velocity"
+    sigma = env.config.rewards.tracking_sigma_m_s if probe_velocity else 0.0
     for episode in range(episodes):
         run_episode(env, watcher, seed=50_000 + episode, max_steps=int(seconds * env.spec.control_hz))
         for t in range(len(watcher.actions) - horizon + 1):
             expert_plan = torch.as_tensor(np.stack(watcher.actions[t : t + horizon]))
             for name, planner in watcher.planners.items():
-                latent = watcher.latents[name][t]
-                rows[name].append((*score_parts(planner, latent, expert_plan), *score_parts(planner, latent,
-                                                                                            watcher.chosen[name][t])))
+                latent, chosen = watcher.latents[name][t], watcher.chosen[name][t]
+                row = (*score_parts(planner, latent, expert_plan), *score_parts(planner, latent, chosen))
+                if probe_velocity:
+                    row += (probe_tracking(planner, latent, expert_plan, watcher.commands[t], sigma),
+                            probe_tracking(planner, latent, chosen, watcher.commands[t], sigma))  # fmt: skip
+                rows[name].append(row)
     out = {}
     for name, table in rows.items():
-        arr = np.asarray(table)  # expert reward, expert value, chosen reward, chosen value
+        arr = np.asarray(table)  # expert reward, expert value, chosen reward, chosen value[, probe tracking x2]
         expert_total, chosen_total = arr[:, 0] + arr[:, 1], arr[:, 2] + arr[:, 3]
         out[name] = {
             "expert_plan": dict(zip(parts, arr[:, :2].mean(0).tolist(), strict=True)),
-            "planner_choice": dict(zip(parts, arr[:, 2:].mean(0).tolist(), strict=True)),
+            "planner_choice": dict(zip(parts, arr[:, 2:4].mean(0).tolist(), strict=True)),
             "states_where_expert_plan_scores_higher": float(np.mean(expert_total > chosen_total)),
             "states_where_expert_plan_has_more_reward": float(np.mean(arr[:, 0] > arr[:, 2])),
             "states": len(table),
         }
+        if probe_velocity:
+            out[name] |= {
+                "probe_tracking": {"expert_plan": float(arr[:, 4].mean()), "planner_choice": float(arr[:, 5].mean())},
+                "states_where_expert_plan_tracks_better_by_probe": float(np.mean(arr[:, 4] > arr[:, 5])),
+            }
     return out
 
 
