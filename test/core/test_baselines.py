@@ -4,14 +4,23 @@ import numpy as np
 import pytest
 import torch
 from simdist_core.baselines import IQLConfig, RLPDConfig, flat_obs
-from simdist_core.baselines.common import AgentPlanner, OfflineTransitions, ReplayBuffer, obs_dim
+from simdist_core.baselines.common import (
+    AgentPlanner,
+    EncodedObservation,
+    FlatObservation,
+    OfflineTransitions,
+    ReplayBuffer,
+    obs_dim,
+    observation_for,
+)
 from simdist_core.baselines.iql import IQLAgent, expectile_loss, iql_batch
 from simdist_core.baselines.rlpd import RLPDAgent, rlpd_batch
 from simdist_core.baselines.runner import RLBaseline
 from simdist_core.data import generate
 from simdist_core.data.dataset import Dataset
 from simdist_core.data.history import ObservationHistory
-from simdist_core.robots import GO2
+from simdist_core.models.world_model import WorldModel, WorldModelConfig
+from simdist_core.robots import GO2, UR5E
 from simdist_core.sim.base import make_env
 
 pytestmark = pytest.mark.timeout(600)
@@ -51,7 +60,7 @@ def _add_marked(buffer, n):
 
 
 def test_offline_transitions_follow_the_stored_rows(dataset):
-    offline = OfflineTransitions(dataset, GO2, HISTORY, seed=0)
+    offline = OfflineTransitions(dataset, GO2, FlatObservation(GO2, HISTORY), seed=0)
     rows = offline.sampler.starts[:20]
     b = offline.transitions(rows)
     assert b["obs"].shape == b["next_obs"].shape == (20, obs_dim(GO2, HISTORY))
@@ -74,7 +83,7 @@ def test_flat_obs_is_the_encoder_input_window():
 
 
 def test_rlpd_batches_are_half_offline_half_online(dataset):
-    offline = OfflineTransitions(dataset, GO2, HISTORY, seed=0)
+    offline = OfflineTransitions(dataset, GO2, FlatObservation(GO2, HISTORY), seed=0)
     online = ReplayBuffer(obs_dim(GO2, HISTORY), GO2.action_dim, capacity=100)
     rng = np.random.default_rng(0)
     assert torch.all(rlpd_batch(offline, online, 64, 0.5, rng)["reward"] < 1e3), "all offline before any online"
@@ -85,7 +94,7 @@ def test_rlpd_batches_are_half_offline_half_online(dataset):
 
 def test_rlpd_updates_change_actor_critics_and_temperature(dataset):
     agent = RLPDAgent(obs_dim(GO2, HISTORY), GO2.action_dim, RLPD)
-    offline = OfflineTransitions(dataset, GO2, HISTORY, seed=0)
+    offline = OfflineTransitions(dataset, GO2, FlatObservation(GO2, HISTORY), seed=0)
     agent.obs_norm.fit(offline.sample(256)["obs"])
     actor, critic, target = _params(agent.actor), _params(agent.critic), _params(agent.target_critic)
     alpha = agent.log_alpha.item()
@@ -108,7 +117,7 @@ def test_rlpd_updates_change_actor_critics_and_temperature(dataset):
 
 def test_iql_updates_change_value_q_and_policy(dataset):
     agent = IQLAgent(obs_dim(GO2, HISTORY), GO2.action_dim, IQL)
-    offline = OfflineTransitions(dataset, GO2, HISTORY, seed=0)
+    offline = OfflineTransitions(dataset, GO2, FlatObservation(GO2, HISTORY), seed=0)
     agent.obs_norm.fit(offline.sample(256)["obs"])
     nets = {name: (getattr(agent, name), _params(getattr(agent, name)))
             for name in ("q1", "q2", "value", "policy", "target_q1")}  # fmt: skip
@@ -130,7 +139,7 @@ def test_expectile_loss_weights_underestimates_by_tau():
 
 
 def test_iql_batches_sample_the_union_of_offline_and_online(dataset):
-    offline = OfflineTransitions(dataset, GO2, HISTORY, seed=0)
+    offline = OfflineTransitions(dataset, GO2, FlatObservation(GO2, HISTORY), seed=0)
     online = ReplayBuffer(obs_dim(GO2, HISTORY), GO2.action_dim, capacity=len(offline))
     _add_marked(online, len(offline))  # as many online transitions as offline ones: about half of each batch
     share = float((iql_batch(offline, online, 2000, np.random.default_rng(0))["reward"] == 1e6).float().mean())
@@ -157,3 +166,49 @@ def test_offline_then_online_in_the_real_env(dataset, method, cfg):
     a1, a2 = planner.plan(history.model_input()), planner.plan(history.model_input())
     assert a1.shape == (GO2.action_dim,) and torch.equal(a1, a2), "evaluation acts with the mean action"
     assert isinstance(planner, AgentPlanner)
+
+
+@pytest.fixture(scope="module")
+def ur5e_dataset(tmp_path_factory):
+    out = tmp_path_factory.mktemp("rl_ur5e") / "data"
+    args = ["--robot", "ur5e", "--task", "peg", "--steps", "120", "--seed", "0", "--set", "episode_s=2",
+            "--set", "data.value.episodes=1", "--set", "data.value.train_steps=50", "--set", "data.value.batch_size=64",
+            "--no-fsync", "--out", str(out)]
+    assert generate.main(args) == 0
+    return Dataset(out)
+
+
+def test_a_camera_robot_needs_the_encoder_and_gets_its_latent_not_pixels():
+    with pytest.raises(ValueError, match="camera"):
+        observation_for(UR5E, HISTORY, None)
+    with pytest.raises(ValueError, match="camera"):
+        obs_dim(UR5E, HISTORY)
+    assert isinstance(observation_for(GO2, HISTORY, None), FlatObservation)
+    model = WorldModel(UR5E, WorldModelConfig(latent_dim=16, width=16, heads=2, ffn=32, encoder_hidden=32,
+                                              policy_layers=1))  # fmt: skip
+    observe = observation_for(UR5E, HISTORY, model)
+    assert isinstance(observe, EncodedObservation)
+    env = make_env("ur5e/peg")
+    history = ObservationHistory(UR5E)
+    history.reset(env.reset(seed=0))
+    model_input = history.model_input()
+    x = observe(model_input)
+    assert x.shape == (1, observe.dim) and observe.dim == 16 + HISTORY * (UR5E.proprio_dim + UR5E.action_dim) + 3
+    torch.testing.assert_close(x[:, :16], model.encode(model_input).z.detach())
+    image = model_input["image"].clone()
+    image[..., :8, :8] = 255 - image[..., :8, :8]  # another picture, same vectors: only z moves
+    y = observe({**model_input, "image": image})
+    assert not torch.equal(x[:, :16], y[:, :16]) and torch.equal(x[:, 16:], y[:, 16:])
+
+
+def test_rl_baseline_on_the_ur5e_learns_through_the_frozen_encoder(ur5e_dataset):
+    model = WorldModel(UR5E, WorldModelConfig(latent_dim=16, width=16, heads=2, ffn=32, encoder_hidden=32,
+                                              policy_layers=1))  # fmt: skip
+    encoder_before = _params(model)
+    baseline = RLBaseline("iql", UR5E, ur5e_dataset, IQL, encoder_model=model)
+    agent_before = _params(baseline.agent)
+    baseline.train_offline()
+    baseline.collect(make_env("ur5e/peg"), steps=10, episode_steps=10, seed=0)
+    assert baseline.buffer.size == 10 and all(np.isfinite(v) for v in baseline.last_log.values())
+    assert not _changed(encoder_before, model), "the world model's encoder is never trained by a baseline"
+    assert _changed(agent_before, baseline.agent), "the agent itself learns"

@@ -1,9 +1,11 @@
 """What both RL baselines share: the flat observation, networks, replay data and the planner adapter.
 
 Observation: the agents see what the world model's encoder sees, flattened into one vector
-(``flat_obs``): the last ``history`` rows of the proprio window and of the previous actions, the
-command and, on Go2, the height map. Robots with a camera are not supported (a flat vector of
-pixels is no fair input for an MLP agent).
+(``FlatObservation``, ``flat_obs``): the last ``history`` rows of the proprio window and of the previous
+actions, the command and, on Go2, the height map. A flat vector of pixels is no fair input for an MLP
+agent, so on a robot with a camera (UR5e) the agents see the pretrained world model's frozen encoder
+output z_t instead of the image, beside the same flat vector inputs (``EncodedObservation``): they get the
+representation the world model was distilled into, and none of its dynamics, reward or value.
 
 Transitions: ``(obs, action, reward, next_obs, done)`` float32 tensors, ``done`` = 1 only where the
 episode ended by termination (a fall); a time-limit truncation bootstraps as usual.
@@ -32,7 +34,12 @@ Batch = dict[str, torch.Tensor]
 def obs_dim(spec: RobotSpec, history: int) -> int:
     """Width D of ``flat_obs`` for ``spec`` with the last ``history`` rows of the window."""
     if spec.image_shape:
-        raise ValueError(f"{spec.name}: the RL baselines take flat vectors; camera robots are not supported")
+        raise ValueError(f"{spec.name}: a flat vector has no room for the camera; use EncodedObservation")
+    return vector_dim(spec, history)
+
+
+def vector_dim(spec: RobotSpec, history: int) -> int:
+    """Width of the non-image encoder inputs flattened with the last ``history`` rows of the window."""
     hm = math.prod(spec.height_map_shape) if spec.height_map_shape else 0
     return history * (spec.proprio_dim + spec.action_dim) + spec.command_dim + hm
 
@@ -46,7 +53,7 @@ def flat_obs(model_input: dict[str, torch.Tensor], history: int) -> torch.Tensor
         history: how many of the newest window rows to keep (1..T).
     """
     if "image" in model_input:
-        raise ValueError("the RL baselines take flat vector observations; camera robots are not supported")
+        raise ValueError("flat_obs takes vector inputs only; a camera image goes through EncodedObservation")
     parts = [model_input["proprio"][:, -history:].flatten(1), model_input["prev_actions"][:, -history:].flatten(1)]
     if "command" in model_input:
         parts.append(model_input["command"])
@@ -126,6 +133,51 @@ class ReplayBuffer:
         return {key: value[idx] for key, value in self.data.items()}
 
 
+class FlatObservation:
+    """The agents' input on robots without a camera: ``flat_obs`` with the last ``history`` window rows."""
+
+    def __init__(self, spec: RobotSpec, history: int) -> None:
+        self.history, self.dim = history, obs_dim(spec, history)
+
+    def __call__(self, model_input: dict[str, torch.Tensor]) -> torch.Tensor:
+        """(B, dim) float32 from a batched model input."""
+        return flat_obs(model_input, self.history)
+
+
+class EncodedObservation:
+    """The agents' input on robots with a camera: the frozen encoder's z_t, then the flat vector inputs.
+
+    Args:
+        model: the pretrained world model (only its encoder is used, in eval mode and without gradients;
+            it is never updated here).
+        history: window rows of the vector inputs kept, as in ``flat_obs``.
+    """
+
+    def __init__(self, model: nn.Module, history: int) -> None:
+        self.model, self.history = model.eval(), history
+        self.dim = int(model.cfg.latent_dim) + vector_dim(model.spec, history)
+
+    def __call__(self, model_input: dict[str, torch.Tensor]) -> torch.Tensor:
+        """(B, dim) float32: z_t of the whole input (image included), then the flattened vector parts."""
+        with torch.no_grad():  # not inference_mode: the agents' networks take these as ordinary inputs
+            z = self.model.encode(model_input).z
+        vectors = flat_obs({k: v for k, v in model_input.items() if k != "image"}, self.history)
+        return torch.cat([z.float(), vectors], dim=1)
+
+
+Observation = FlatObservation | EncodedObservation
+"""What turns a batched model input into the agents' (B, dim) observation vectors."""
+
+
+def observation_for(spec: RobotSpec, history: int, model: nn.Module | None) -> Observation:
+    """``FlatObservation`` without a camera; with one, ``EncodedObservation`` of ``model`` (required then)."""
+    if not spec.image_shape:
+        return FlatObservation(spec, history)
+    if model is None:
+        raise ValueError(f"{spec.name} has a camera: the RL baselines need the pretrained model's encoder")
+    return EncodedObservation(model, history)
+
+
 class OfflineTransitions:
     """Flat transitions drawn from a step store (the pretraining dataset) with the sampler's window rules.
 
@@ -134,8 +186,8 @@ class OfflineTransitions:
     ``terminated`` flag of row t + 1 (absent in stores without it: never done).
     """
 
-    def __init__(self, dataset: Dataset, spec: RobotSpec, history: int, seed: int = 0) -> None:
-        self.dataset, self.history = dataset, history
+    def __init__(self, dataset: Dataset, spec: RobotSpec, observe: Observation, seed: int = 0) -> None:
+        self.dataset, self.observe = dataset, observe
         self.sampler = WindowSampler(dataset, spec, horizon=1, batch_size=1, seed=seed)
         if "reward" in self.sampler.missing:
             raise KeyError(f"dataset {dataset.path} has no reward field: offline RL needs rewarded transitions")
@@ -157,8 +209,8 @@ class OfflineTransitions:
         nxt = {key: value[:, 1] for key, value in w["obs"].items()}
         done = (np.asarray(self.dataset.gather("terminated", rows + 1), np.float32).reshape(-1)
                 if self.has_terminal else np.zeros(n, np.float32))  # fmt: skip
-        return {"obs": flat_obs(obs, self.history), "action": w["actions"][:, 0], "reward": w["rewards"][:, 0],
-                "next_obs": flat_obs(nxt, self.history), "done": torch.from_numpy(done)}  # fmt: skip
+        return {"obs": self.observe(obs), "action": w["actions"][:, 0], "reward": w["rewards"][:, 0],
+                "next_obs": self.observe(nxt), "done": torch.from_numpy(done)}  # fmt: skip
 
 
 def concat(a: Batch, b: Batch) -> Batch:
@@ -183,8 +235,8 @@ class AgentPlanner:
     agent's action for the newest step, in [-1, 1].
     """
 
-    def __init__(self, agent: Any, history: int, deterministic: bool, seed: int = 0) -> None:  # noqa: ANN401
-        self.agent, self.history = agent, history
+    def __init__(self, agent: Any, observe: Observation, deterministic: bool, seed: int = 0) -> None:  # noqa: ANN401
+        self.agent, self.observe = agent, observe
         self.cfg = AgentPlannerConfig(type(agent).__name__, deterministic)
         self.generator = torch.Generator().manual_seed(seed)
 
@@ -194,12 +246,12 @@ class AgentPlanner:
     def plan(self, model_input: dict[str, torch.Tensor]) -> torch.Tensor:
         """(A,) action for the newest observation of ``model_input``."""
         with torch.no_grad():
-            obs = flat_obs(model_input, self.history)
+            obs = self.observe(model_input)
             return self.agent.act(obs, deterministic=self.cfg.deterministic, generator=self.generator)[0]
 
 
 class OnlineRecorder:
-    """``run_episode`` callbacks that store each live transition as a flat one and run updates after it.
+    """``run_episode`` callbacks that store each live transition as observation vectors and run updates after it.
 
     It keeps its own ``ObservationHistory`` fed exactly as ``run_episode`` feeds the planner's, so the
     stored ``obs`` is what the agent acted on and ``next_obs`` what it sees next.
@@ -207,12 +259,12 @@ class OnlineRecorder:
     Args:
         spec: robot layout.
         buffer: where transitions go.
-        history: window rows kept in the flat observation.
+        observe: the agents' observation of a model input.
         after_step: called after each stored transition (the agent's updates).
     """
 
-    def __init__(self, spec: RobotSpec, buffer: ReplayBuffer, history: int, after_step: Any) -> None:  # noqa: ANN401
-        self.buffer, self.history, self.after_step = buffer, history, after_step
+    def __init__(self, spec: RobotSpec, buffer: ReplayBuffer, observe: Observation, after_step: Any) -> None:  # noqa: ANN401
+        self.buffer, self.observe, self.after_step = buffer, observe, after_step
         self._history = ObservationHistory(spec)
         self.steps = 0
 
@@ -222,10 +274,10 @@ class OnlineRecorder:
 
     def on_step(self, obs: dict[str, np.ndarray], action: np.ndarray, result: StepResult) -> None:  # noqa: ARG002
         """Store ``(obs, action, reward, next_obs, terminated)`` and run the post-step hook."""
-        before = flat_obs(self._history.model_input(), self.history)
+        before = self.observe(self._history.model_input())
         self._history.record_action(action)
         self._history.push(result.obs)
-        after = flat_obs(self._history.model_input(), self.history)
+        after = self.observe(self._history.model_input())
         self.buffer.add(before, torch.from_numpy(np.asarray(action, np.float32)), float(result.reward), after,
                         bool(result.terminated))  # fmt: skip
         self.steps += 1

@@ -12,7 +12,15 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from simdist_core.baselines.common import AgentPlanner, OfflineTransitions, OnlineRecorder, ReplayBuffer, obs_dim
+from torch import nn
+
+from simdist_core.baselines.common import (
+    AgentPlanner,
+    OfflineTransitions,
+    OnlineRecorder,
+    ReplayBuffer,
+    observation_for,
+)
 from simdist_core.baselines.iql import IQLAgent, IQLConfig
 from simdist_core.baselines.rlpd import RLPDAgent, RLPDConfig
 from simdist_core.data.dataset import Dataset
@@ -33,22 +41,24 @@ class RLBaseline:
 
     Args:
         method: ``"rlpd"`` or ``"iql"``.
-        spec: robot layout (camera robots are not supported).
+        spec: robot layout.
         offline: the pretraining dataset.
         cfg: the method's config.
         buffer_capacity: online transitions kept (the benchmark keeps all of them).
+        encoder_model: the pretrained world model, whose frozen encoder stands in for the camera image on
+            robots that have one (``common.EncodedObservation``); unused without a camera.
     """
 
     def __init__(self, method: str, spec: RobotSpec, offline: Dataset, cfg: RLPDConfig | IQLConfig,
-                 buffer_capacity: int = 1_000_000) -> None:  # fmt: skip
+                 buffer_capacity: int = 1_000_000, encoder_model: nn.Module | None = None) -> None:  # fmt: skip
         if cfg.history > spec.history:
             raise ValueError(f"history={cfg.history} is longer than {spec.name}'s observation window ({spec.history})")
         self.spec, self.cfg = spec, cfg
-        dim = obs_dim(spec, cfg.history)
-        self.offline = OfflineTransitions(offline, spec, cfg.history, seed=cfg.seed)
-        self.agent = AGENTS[method](dim, spec.action_dim, cfg)
+        self.observe = observation_for(spec, cfg.history, encoder_model)
+        self.offline = OfflineTransitions(offline, spec, self.observe, seed=cfg.seed)
+        self.agent = AGENTS[method](self.observe.dim, spec.action_dim, cfg)
         self.agent.obs_norm.fit(self.offline.sample(NORMALIZER_SAMPLES)["obs"])
-        self.buffer = ReplayBuffer(dim, spec.action_dim, buffer_capacity)
+        self.buffer = ReplayBuffer(self.observe.dim, spec.action_dim, buffer_capacity)
         self.updates = 0
         self.last_log: dict[str, float] = {}
         self._since_update = 0
@@ -72,8 +82,8 @@ class RLBaseline:
 
         Episodes last at most ``episode_steps``; episode ``i`` resets with seed ``seed + i``.
         """
-        recorder = OnlineRecorder(self.spec, self.buffer, self.cfg.history, self._after_step)
-        planner = AgentPlanner(self.agent, self.cfg.history, deterministic=False, seed=seed)
+        recorder = OnlineRecorder(self.spec, self.buffer, self.observe, self._after_step)
+        planner = AgentPlanner(self.agent, self.observe, deterministic=False, seed=seed)
         episodes = 0
         while recorder.steps < steps:
             run_episode(env, planner, seed=seed + episodes, max_steps=min(episode_steps, steps - recorder.steps),
@@ -85,4 +95,4 @@ class RLBaseline:
 
     def evaluation_planner(self, seed: int = 0) -> AgentPlanner:
         """The deterministic (mean-action) policy as a planner for closed-loop evaluation."""
-        return AgentPlanner(self.agent, self.cfg.history, deterministic=True, seed=seed)
+        return AgentPlanner(self.agent, self.observe, deterministic=True, seed=seed)

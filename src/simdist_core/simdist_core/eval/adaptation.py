@@ -317,7 +317,8 @@ class Benchmark:
         cfg, metric = self.cfg, task_metric_name(self.cfg.task)
         t0 = time.perf_counter()
         agent_cfg = apply_overrides(getattr(cfg, method), {"seed": str(cfg.seed)})  # one seed for the whole run
-        baseline = RLBaseline(method, self.env.spec, Dataset(self.offline_data), agent_cfg)
+        baseline = RLBaseline(method, self.env.spec, Dataset(self.offline_data), agent_cfg,
+                              encoder_model=self.pretrained)  # its frozen encoder stands in for a camera image
         offline_log = baseline.train_offline()
         t1 = time.perf_counter()
         point = self.measure_agent(baseline)
