@@ -125,7 +125,10 @@ def test_sigint_while_a_console_script_node_is_importing(tmp_path, script_name, 
     script = tmp_path / script_name
     script.write_text(_CONSOLE_SCRIPT)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    # SIGINT as a terminal or a launcher gives it: a suite started in the background inherits it ignored, and
+    # Python then never raises KeyboardInterrupt (the control case would run on)
+    proc = subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
     try:
         while not (tmp_path / "importing").exists():
             assert proc.poll() is None, proc.stdout.read().decode()
