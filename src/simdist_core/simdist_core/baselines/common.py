@@ -266,18 +266,21 @@ class OnlineRecorder:
     def __init__(self, spec: RobotSpec, buffer: ReplayBuffer, observe: Observation, after_step: Any) -> None:  # noqa: ANN401
         self.buffer, self.observe, self.after_step = buffer, observe, after_step
         self._history = ObservationHistory(spec)
+        self._next_obs: torch.Tensor | None = None
+        """The last stored ``next_obs``: the next step's ``obs`` (observed once; an encoder pass on camera robots)."""
         self.steps = 0
 
     def on_reset(self, obs: dict[str, np.ndarray]) -> None:
         """Start of an episode."""
         self._history.reset(obs)
+        self._next_obs = None
 
     def on_step(self, obs: dict[str, np.ndarray], action: np.ndarray, result: StepResult) -> None:  # noqa: ARG002
         """Store ``(obs, action, reward, next_obs, terminated)`` and run the post-step hook."""
-        before = self.observe(self._history.model_input())
+        before = self._next_obs if self._next_obs is not None else self.observe(self._history.model_input())
         self._history.record_action(action)
         self._history.push(result.obs)
-        after = self.observe(self._history.model_input())
+        after = self._next_obs = self.observe(self._history.model_input())
         self.buffer.add(before, torch.from_numpy(np.asarray(action, np.float32)), float(result.reward), after,
                         bool(result.terminated))  # fmt: skip
         self.steps += 1
