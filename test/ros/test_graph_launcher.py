@@ -112,7 +112,7 @@ sys.exit(main())
 @pytest.mark.parametrize(("script_name", "stops_cleanly"), [("slow_import_node", True), ("slow_import_tool", False)])
 def test_sigint_while_a_console_script_node_is_importing(tmp_path, script_name, stops_cleanly):
     """Under ``ros2 launch`` a node's console script imports the node module directly (no launcher boot): a
-    node module imports ``simdist_ros.boot`` first, which defers SIGINT when the process is a node executable
+    node package's ``__init__`` imports ``simdist_ros.boot``, which defers SIGINT when the process is a node executable
     (``*_node``), so a node stopped mid-import exits 0 unbuilt. Any other program keeps Python's default
     (``KeyboardInterrupt``): importing a node module in a test or a notebook must not swallow Ctrl-C."""
     import os
@@ -120,7 +120,8 @@ def test_sigint_while_a_console_script_node_is_importing(tmp_path, script_name, 
     import sys
     import time
 
-    module = _SLOW_IMPORT_NODE.replace("import pathlib, time", "import simdist_ros.boot\nimport pathlib, time", 1)
+    # a node module of a package with nodes: Python runs the package's __init__ first, as for a real node
+    module = _SLOW_IMPORT_NODE.replace("import pathlib, time", "import simdist_ros\nimport pathlib, time", 1)
     (tmp_path / "slow_console_node.py").write_text(module)
     script = tmp_path / script_name
     script.write_text(_CONSOLE_SCRIPT)

@@ -19,12 +19,6 @@ estimator, so ``odom`` comes from ``state_estimator.LegOdometry`` (stance-leg ki
 
 from __future__ import annotations
 
-# First import: under `ros2 launch` a node stopped while it is still importing rclpy and torch exits 0
-# instead of dying of KeyboardInterrupt (see simdist_ros.boot).
-import simdist_ros.boot  # noqa: F401
-
-# isort: split
-
 import time
 from dataclasses import dataclass
 

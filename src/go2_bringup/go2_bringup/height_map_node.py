@@ -12,12 +12,6 @@ points and a fresh pose exist: consumers see a stale topic, never an invented fl
 
 from __future__ import annotations
 
-# First import: under `ros2 launch` a node stopped while it is still importing rclpy and torch exits 0
-# instead of dying of KeyboardInterrupt (see simdist_ros.boot).
-import simdist_ros.boot  # noqa: F401
-
-# isort: split
-
 import math
 from dataclasses import dataclass
 

@@ -7,8 +7,9 @@ once its own handlers are installed and returns 0 without starting the node. SIG
 (the launcher's escalation must still stop a process stuck in an import).
 
 Two ways in: ``simdist launch`` starts each node with ``defer_stop_signal()`` before importing it; under
-``ros2 launch`` / ``ros2 run`` the node's console script imports the node module directly, and every node
-module imports this module first, which defers SIGINT at import when the process *is* a node executable
+``ros2 launch`` / ``ros2 run`` the node's console script imports the node module directly, so every package
+with nodes (``simdist_ros``, ``go2_bringup``, ``ur5e_bringup``) imports this module in its ``__init__``, which
+Python runs before any node module: it defers SIGINT at import when the process *is* a node executable
 (``argv[0]`` is ``.../lib/<package>/<name>_node``). In any other process (tests, notebooks, the CLI) importing
 a node module leaves SIGINT alone.
 """

@@ -51,12 +51,6 @@ one message per topic, ``spec.history`` history rows, ``runtime.STAT_WINDOW`` la
 
 from __future__ import annotations
 
-# First import: under `ros2 launch` a node stopped while it is still importing rclpy and torch exits 0
-# instead of dying of KeyboardInterrupt (see simdist_ros.boot).
-import simdist_ros.boot  # noqa: F401
-
-# isort: split
-
 import threading
 from dataclasses import dataclass, replace
 from typing import Any

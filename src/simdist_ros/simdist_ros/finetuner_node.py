@@ -45,12 +45,6 @@ The worker memory-maps the replay dataset, so pages it touches count while it ru
 
 from __future__ import annotations
 
-# First import: under `ros2 launch` a node stopped while it is still importing rclpy and torch exits 0
-# instead of dying of KeyboardInterrupt (see simdist_ros.boot).
-import simdist_ros.boot  # noqa: F401
-
-# isort: split
-
 import json
 import multiprocessing
 import os

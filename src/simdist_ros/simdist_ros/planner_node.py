@@ -40,12 +40,6 @@ announcement and at most two models (running + verified candidate) at a time.
 
 from __future__ import annotations
 
-# First import: under `ros2 launch` a node stopped while it is still importing rclpy and torch exits 0
-# instead of dying of KeyboardInterrupt (see simdist_ros.boot).
-import simdist_ros.boot  # noqa: F401
-
-# isort: split
-
 import threading
 import time
 from collections import deque

@@ -36,12 +36,6 @@ Memory bound: 200 MiB RSS for the process (soak peak 79 MiB Go2, 108 MiB UR5e).
 
 from __future__ import annotations
 
-# First import: under `ros2 launch` a node stopped while it is still importing rclpy and torch exits 0
-# instead of dying of KeyboardInterrupt (see simdist_ros.boot).
-import simdist_ros.boot  # noqa: F401
-
-# isort: split
-
 import json
 import os
 import queue

@@ -49,12 +49,6 @@ one latest command, fixed-size counters.
 
 from __future__ import annotations
 
-# First import: under `ros2 launch` a node stopped while it is still importing rclpy and torch exits 0
-# instead of dying of KeyboardInterrupt (see simdist_ros.boot).
-import simdist_ros.boot  # noqa: F401
-
-# isort: split
-
 import json
 import os
 import threading

@@ -7,12 +7,6 @@ a stalled device (no frame for ``stall_timeout_s``) is logged, reported in diagn
 
 from __future__ import annotations
 
-# First import: under `ros2 launch` a node stopped while it is still importing rclpy and torch exits 0
-# instead of dying of KeyboardInterrupt (see simdist_ros.boot).
-import simdist_ros.boot  # noqa: F401
-
-# isort: split
-
 import glob
 import threading
 import time

@@ -19,12 +19,6 @@ The camera is a separate node (``camera_node``).
 
 from __future__ import annotations
 
-# First import: under `ros2 launch` a node stopped while it is still importing rclpy and torch exits 0
-# instead of dying of KeyboardInterrupt (see simdist_ros.boot).
-import simdist_ros.boot  # noqa: F401
-
-# isort: split
-
 from dataclasses import dataclass
 
 import numpy as np
