@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 import torch
+from _train_testlib import TINY, tiny_model
 from simdist_core.baselines import IQLConfig, RLPDConfig, flat_obs
 from simdist_core.baselines.common import (
     AgentPlanner,
@@ -19,7 +20,6 @@ from simdist_core.baselines.runner import RLBaseline
 from simdist_core.data import generate
 from simdist_core.data.dataset import Dataset
 from simdist_core.data.history import ObservationHistory
-from simdist_core.models.world_model import WorldModel, WorldModelConfig
 from simdist_core.robots import GO2, UR5E
 from simdist_core.sim.base import make_env
 
@@ -184,26 +184,24 @@ def test_a_camera_robot_needs_the_encoder_and_gets_its_latent_not_pixels():
     with pytest.raises(ValueError, match="camera"):
         obs_dim(UR5E, HISTORY)
     assert isinstance(observation_for(GO2, HISTORY, None), FlatObservation)
-    model = WorldModel(UR5E, WorldModelConfig(latent_dim=16, width=16, heads=2, ffn=32, encoder_hidden=32,
-                                              policy_layers=1))  # fmt: skip
+    model = tiny_model("ur5e")
     observe = observation_for(UR5E, HISTORY, model)
     assert isinstance(observe, EncodedObservation)
     env = make_env("ur5e/peg")
     history = ObservationHistory(UR5E)
     history.reset(env.reset(seed=0))
     model_input = history.model_input()
-    x = observe(model_input)
-    assert x.shape == (1, observe.dim) and observe.dim == 16 + HISTORY * (UR5E.proprio_dim + UR5E.action_dim) + 3
-    torch.testing.assert_close(x[:, :16], model.encode(model_input).z.detach())
+    x, d = observe(model_input), TINY.latent_dim
+    assert x.shape == (1, observe.dim) and observe.dim == d + HISTORY * (UR5E.proprio_dim + UR5E.action_dim) + 3
+    torch.testing.assert_close(x[:, :d], model.encode(model_input).z.detach())
     image = model_input["image"].clone()
     image[..., :8, :8] = 255 - image[..., :8, :8]  # another picture, same vectors: only z moves
     y = observe({**model_input, "image": image})
-    assert not torch.equal(x[:, :16], y[:, :16]) and torch.equal(x[:, 16:], y[:, 16:])
+    assert not torch.equal(x[:, :d], y[:, :d]) and torch.equal(x[:, d:], y[:, d:])
 
 
 def test_rl_baseline_on_the_ur5e_learns_through_the_frozen_encoder(ur5e_dataset):
-    model = WorldModel(UR5E, WorldModelConfig(latent_dim=16, width=16, heads=2, ffn=32, encoder_hidden=32,
-                                              policy_layers=1))  # fmt: skip
+    model = tiny_model("ur5e")
     encoder_before = _params(model)
     baseline = RLBaseline("iql", UR5E, ur5e_dataset, IQL, encoder_model=model)
     agent_before = _params(baseline.agent)
