@@ -66,3 +66,32 @@ def test_bad_budget_is_a_usage_error(capsys, tmp_path):
     assert "prior_weight must be >= 0" in capsys.readouterr().err
     assert main(["--checkpoint", str(tmp_path), "--planner", "prior_wieght=1"]) == 2
     assert "prior_weight" in capsys.readouterr().err  # unknown key: the valid ones are listed
+
+
+def test_reports_are_drawn_per_task_with_one_line_per_iterations_and_fields(tmp_path):
+    from simdist_core.eval.budget import load_reports, series_label
+
+    torch.set_num_threads(1)
+    ckpt, out, png = tmp_path / "ckpt", tmp_path / "budget.json", tmp_path / "budget.png"
+    save_checkpoint(ckpt, tiny_model("go2"), version=1)
+    assert main(["--checkpoint", str(ckpt), "--task", "go2/flat", "--budgets", "4x1,8x1,4x2:prior_weight=5",
+                 "--episodes", "1", "--seconds", "0.1", "--planner", "temperature=0.5", "--json", str(out),
+                 "--plot", str(png)]) == 0
+    assert png.stat().st_size > 0
+    points = load_reports([out])[0]["points"]
+    labels = [series_label(p, {"temperature": "0.5"}) for p in points]
+    assert labels == ["1 iteration, temperature=0.5"] * 2 + ["2 iterations, prior_weight=5, temperature=0.5"]
+    replot = tmp_path / "again.png"
+    assert main(["--from", str(out), str(out), "--plot", str(replot)]) == 0  # a point twice: drawn once
+    assert replot.stat().st_size > 0
+
+
+def test_drawing_from_something_that_is_not_a_budget_report_is_a_usage_error(capsys, tmp_path):
+    bad = tmp_path / "other.json"
+    bad.write_text(json.dumps({"points": [{"task": "go2/flat"}]}))
+    assert main(["--from", str(bad), "--plot", str(tmp_path / "x.png")]) == 2
+    assert "not a `simdist bench budget` report" in capsys.readouterr().err
+    assert main(["--from", str(bad)]) == 2
+    assert "--plot" in capsys.readouterr().err
+    assert main(["--budgets", "32x1"]) == 2
+    assert "--checkpoint is required" in capsys.readouterr().err

@@ -10,6 +10,10 @@ sweep of one planner setting across budgets is one run and one JSON. Reported pe
 per episode with a 95 % bootstrap interval, falls, rollouts per tick and plan latency p50/p99 (wall ms of this
 machine at its load, recorded: the metric is what this benchmark is for; ``simdist bench planner`` measures
 latency on an idle machine).
+
+``--plot`` draws the task metric against rollouts per tick (one panel per checkpoint and task, one line per
+number of MPPI iterations and planner setting); ``--from`` draws it from reports already written, without
+running anything.
 """
 
 from __future__ import annotations
@@ -123,7 +127,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     from simdist_core.sim.base import task_ids
 
     p = ArgumentParser(prog="simdist bench budget", description=__doc__.split("\n\n")[0])
-    p.add_argument("--checkpoint", type=Path, required=True, help="checkpoint directory")
+    p.add_argument("--checkpoint", type=Path, help="checkpoint directory")
     p.add_argument("--task", default="go2/flat,go2/foam", help="comma list of task ids")
     p.add_argument("--budgets", default="32x1,64x1,128x1,128x2,256x2", help="comma list of SxI or preset names")
     p.add_argument("--planner", dest="planner_set", action="append", default=[], metavar="KEY=VALUE",
@@ -133,7 +137,19 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--seconds", type=float, default=10.0, help="simulated seconds per episode at most")
     p.add_argument("--seed", type=int, default=1000, help="first episode seed (and the planner's seed)")
     p.add_argument("--json", type=Path, help="write the report here")
+    p.add_argument("--plot", type=Path, help="draw the task metric against rollouts per tick into this PNG")
+    p.add_argument("--from", dest="from_json", type=Path, nargs="+", metavar="JSON",
+                   help="run nothing: draw --plot from these reports of earlier runs")
     args = p.parse_args(argv)
+    if args.from_json:
+        if not args.plot:
+            raise UsageError("--from draws a figure: give --plot PNG")
+        for path in args.from_json:
+            if not path.is_file():
+                raise UsageError(f"--from: no report at {path}")
+        return args
+    if args.checkpoint is None:
+        raise UsageError("--checkpoint is required (or --from JSON... --plot PNG to draw earlier reports)")
     args.tasks = check_list("--task", args.task, task_ids())
     try:
         args.budget_list = [parse_budget(b.strip()) for b in args.budgets.split(",") if b.strip()]
@@ -162,6 +178,10 @@ def main(argv: list[str]) -> int:
     from simdist_core.planning.bench import cpu_model
 
     args = _parse(argv)
+    if args.from_json:
+        plot(load_reports(args.from_json), args.plot)
+        print(f"simdist bench budget: drew {args.plot} from {len(args.from_json)} report(s)")
+        return 0
     torch.set_num_threads(1)  # as the planner node
     model, manifest = load_checkpoint(args.checkpoint)
     model.eval().requires_grad_(False)
@@ -176,7 +196,87 @@ def main(argv: list[str]) -> int:
     print(format_table(points))
     if args.json:
         print(f"simdist bench budget: wrote {args.json}")
+    if args.plot:
+        plot([{"checkpoint": str(args.checkpoint), "planner_overrides": args.planner_fields, "points": points}],
+             args.plot)
+        print(f"simdist bench budget: drew {args.plot}")
     return 0
+
+
+def load_reports(paths: list[Path]) -> list[dict[str, Any]]:
+    """Budget reports read back for drawing.
+
+    Raises:
+        UsageError: a file that is not JSON or not a ``simdist bench budget`` report.
+    """
+    reports = []
+    for path in paths:
+        try:
+            report = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"--from {path}: not readable as JSON ({exc})") from None
+        points = report.get("points") if isinstance(report, dict) else None
+        needed = ("task", "budget", "rollouts_per_tick", "metric", "metric_mean", "metric_ci95", "planner")
+        if not isinstance(points, list) or not all(isinstance(q, dict) and all(k in q for k in needed)
+                                                   for q in points):  # fmt: skip
+            raise UsageError(f"--from {path}: not a `simdist bench budget` report (points with {', '.join(needed)})")
+        reports.append(report)
+    return reports
+
+
+def series_label(point: dict[str, Any], every_point: dict[str, str]) -> str:
+    """What a line holds fixed: the number of MPPI iterations and the planner fields set beyond the budget."""
+    budget, *pairs = point["budget"].split(":")
+    fields = {**every_point, **dict(pair.split("=", 1) for pair in pairs)}
+    iterations = point["planner"]["iterations"]
+    head = f"{iterations} iteration{'s' if iterations != 1 else ''}" if "x" in budget else f"preset {budget}"
+    return ", ".join([head, *(f"{k}={v}" for k, v in sorted(fields.items()))])
+
+
+def plot(reports: list[dict[str, Any]], path: Path) -> None:
+    """Task metric (mean, 95 % CI) against rollouts per tick; falls of the episodes written beside each point.
+
+    One panel per (checkpoint, task); within it one line per ``series_label``, points in order of rollouts.
+    A point measured twice (the same checkpoint, task, budget and fields in two reports) is drawn once, from
+    the first report that holds it.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels: dict[tuple[str, str], dict[str, dict[int, dict[str, Any]]]] = {}
+    for report in reports:
+        every_point = {str(k): str(v) for k, v in (report.get("planner_overrides") or {}).items()}
+        for point in report["points"]:
+            lines = panels.setdefault((str(report.get("checkpoint")), point["task"]), {})
+            line = lines.setdefault(series_label(point, every_point), {})
+            line.setdefault(int(point["rollouts_per_tick"]), point)
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.2), squeeze=False)
+    for ax, ((checkpoint, task), lines) in zip(axes[0], panels.items(), strict=True):
+        for label, by_rollouts in lines.items():
+            xs = sorted(by_rollouts)
+            ys = [by_rollouts[x]["metric_mean"] for x in xs]
+            lows = [y - by_rollouts[x]["metric_ci95"][0] for x, y in zip(xs, ys, strict=True)]
+            highs = [by_rollouts[x]["metric_ci95"][1] - y for x, y in zip(xs, ys, strict=True)]
+            ax.errorbar(xs, ys, yerr=[lows, highs], fmt="-o", capsize=3, label=label)
+            for x, y in zip(xs, ys, strict=True):
+                falls, episodes = by_rollouts[x].get("falls"), len(by_rollouts[x].get("per_episode") or [])
+                if falls is not None and by_rollouts[x]["metric"] != "success" and episodes:
+                    ax.annotate(f"{falls}/{episodes}", (x, y), textcoords="offset points", xytext=(4, 4),
+                                fontsize=7)  # fmt: skip
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("rollouts per planner tick (samples x iterations + prior + warm start)")
+        metric = next(iter(next(iter(lines.values())).values()))["metric"]
+        ax.set_ylabel(f"{metric} per episode\nmean, 95 % CI (labels: episodes that fell)")
+        ax.set_title(f"{task}\n{checkpoint}", fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle("what planner samples buy")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
 
 
 def _write_report(args: argparse.Namespace, points: list[dict[str, Any]], *, complete: bool, machine_cpu: str) -> None:
