@@ -24,6 +24,7 @@ from simdist_core.sim.base import make_env
 
 
 def main() -> None:
+    """Parse the arguments, drive the episodes and print the trace."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint", default="checkpoints/ur5e")
     parser.add_argument("--task", default="ur5e/peg")
