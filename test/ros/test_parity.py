@@ -123,9 +123,9 @@ def test_in_process_side_is_reused_only_from_the_same_run(tmp_path):
 
 
 def test_in_process_side_plans_with_the_planner_the_graph_deploys():
-    """The parameter file's preset and overrides (UR5e: MPPI with a prior penalty), then ``--set planner.*``."""
+    """The parameter file's preset and overrides (both robots: MPPI with a prior penalty), then ``--set planner.*``."""
     assert parity.deployed_planner("ur5e") == ("auto", {"prior_weight": "1000"})
-    assert parity.deployed_planner("go2") == ("auto", {})
+    assert parity.deployed_planner("go2") == ("auto", {"prior_weight": "100"})
     preset, overrides = parity.deployed_planner(
         "go2", ["planner.planner_preset=cpu", "planner.planner_overrides=[num_samples=16, max_std=0.3]",
                 "encoder.stale_ticks=4"])
