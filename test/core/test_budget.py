@@ -91,6 +91,9 @@ def test_drawing_from_something_that_is_not_a_budget_report_is_a_usage_error(cap
     bad.write_text(json.dumps({"points": [{"task": "go2/flat"}]}))
     assert main(["--from", str(bad), "--plot", str(tmp_path / "x.png")]) == 2
     assert "not a `simdist bench budget` report" in capsys.readouterr().err
+    bad.write_text(json.dumps({"points": []}))  # a run stopped before its first point: nothing to draw
+    assert main(["--from", str(bad), "--plot", str(tmp_path / "x.png")]) == 2
+    assert "not a `simdist bench budget` report" in capsys.readouterr().err
     assert main(["--from", str(bad)]) == 2
     assert "--plot" in capsys.readouterr().err
     assert main(["--budgets", "32x1"]) == 2

@@ -217,8 +217,8 @@ def load_reports(paths: list[Path]) -> list[dict[str, Any]]:
             raise UsageError(f"--from {path}: not readable as JSON ({exc})") from None
         points = report.get("points") if isinstance(report, dict) else None
         needed = ("task", "budget", "rollouts_per_tick", "metric", "metric_mean", "metric_ci95", "planner")
-        if not isinstance(points, list) or not all(isinstance(q, dict) and all(k in q for k in needed)
-                                                   for q in points):  # fmt: skip
+        if not isinstance(points, list) or not points or not all(isinstance(q, dict) and all(k in q for k in needed)
+                                                                 for q in points):  # fmt: skip
             raise UsageError(f"--from {path}: not a `simdist bench budget` report (points with {', '.join(needed)})")
         reports.append(report)
     return reports
@@ -268,7 +268,8 @@ def plot(reports: list[dict[str, Any]], path: Path) -> None:
         ax.set_xscale("log", base=2)
         ax.set_xlabel("rollouts per planner tick (samples x iterations + prior + warm start)")
         metric = next(iter(next(iter(lines.values())).values()))["metric"]
-        ax.set_ylabel(f"{metric} per episode\nmean, 95 % CI (labels: episodes that fell)")
+        labels = "" if metric == "success" else " (labels: episodes that fell)"
+        ax.set_ylabel(f"{metric} per episode\nmean, 95 % CI{labels}")
         ax.set_title(f"{task}\n{checkpoint}", fontsize=9)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
