@@ -60,6 +60,11 @@ def sync(shadow, env) -> None:  # noqa: ANN001 (Go2Env)
     shadow._priv = shadow._core = None
 
 
+def flat(obs: dict[str, np.ndarray]) -> np.ndarray:
+    """An observation as one vector (keys in sorted order), for comparing two of them."""
+    return np.concatenate([np.ravel(v) for _, v in sorted(obs.items())])
+
+
 def tracking(velocity_xy: np.ndarray, command: np.ndarray, sigma: float) -> np.ndarray:
     """exp(-|v_xy - cmd_xy|^2 / sigma^2) per row of ``velocity_xy`` (..., 2)."""
     return np.exp(-np.sum((velocity_xy - command[:2]) ** 2, axis=-1) / sigma**2)
@@ -96,7 +101,7 @@ class OpenLoopChecker:
     def on_step(self, _obs, _action, result) -> None:  # noqa: ANN001
         """Compare the real next state with the copy's first step of the chosen plan (the sync check)."""
         if self._expected_next is not None:
-            real = np.concatenate([np.ravel(v) for _, v in sorted(result.obs.items())])
+            real = flat(result.obs)
             self.sync_diffs.append(float(np.max(np.abs(real - self._expected_next))))
             self._expected_next = None
 
@@ -124,7 +129,7 @@ class OpenLoopChecker:
             for k, a in enumerate(plan):
                 step = self.shadow.step(a)
                 if i == 0 and k == 0 and np.allclose(a, action):
-                    self._expected_next = np.concatenate([np.ravel(v) for _, v in sorted(step.obs.items())])
+                    self._expected_next = flat(step.obs)
                 rewards[k] = step.reward
                 tracks[k] = tracking(self.shadow.privileged_state()["probe"][:2], command, self.sigma)
                 if step.terminated:
