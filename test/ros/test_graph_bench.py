@@ -71,3 +71,11 @@ def test_an_episode_window_opens_only_once_the_robot_has_reported():
     assert warm_up() and not window()
     monitor.episodes.update({1: {}, 2: {}})
     assert window()
+
+
+def test_table_shows_the_cpu_the_hypervisor_took_in_each_window():
+    """A window measured on a VM whose hypervisor took CPU says how much; a run without the reading shows '-'."""
+    runs = [{"label": "single", "machine_cpu_in_window": {"busy": 0.5, "idle": 0.27, "steal": 0.234}, "nodes": {}},
+            {"label": "other", "nodes": {}}]
+    line = next(row for row in graph_bench.format_table(runs).splitlines() if row.startswith("CPU stolen"))
+    assert line.split()[-2:] == ["%", "-"] and "23.4 %" in line

@@ -135,6 +135,22 @@ def test_loop_health_warns_when_the_machine_did_not_keep_the_loop():
                                 rtf=1.0, rtf_floor=0.25)
     assert governed["verdict"] == "not kept" and governed["rtf_now"] == 0.25 and governed["rtf_reductions"] == 4
     assert "slowed down to 0.25" in governed["advice"] and "--rtf-floor 0.125" in governed["advice"]
+    assert governed["cpu_steal_share"] is None and "hypervisor" not in governed["advice"]
+
+
+def test_loop_health_names_the_hypervisor_when_it_took_cpu_from_a_slowed_run():
+    """A governed run that kept its commands fresh but slowed its clock on a VM with notable steal says why."""
+    robot = {"steps": "1000", "fresh_command_steps": "970", "real_time_factor_now": "0.6",
+             "real_time_factor_reductions": "3"}
+    planner = {"ticks": "1000", "missed_ticks": "3"}
+    stolen = demo.loop_health(robot, planner, rtf=1.0, rtf_floor=0.25, cpu={"busy": 0.6, "idle": 0.16, "steal": 0.24})
+    assert stolen["verdict"] == "kept" and stolen["cpu_steal_share"] == 0.24
+    assert "hypervisor took 24 %" in stolen["advice"]
+    quiet = demo.loop_health(robot, planner, rtf=1.0, rtf_floor=0.25, cpu={"busy": 0.6, "idle": 0.39, "steal": 0.01})
+    assert quiet["advice"] == ""  # steal below the notable share: not blamed
+    unslowed = demo.loop_health({"steps": "1000", "fresh_command_steps": "999"}, planner, rtf=1.0,
+                                cpu={"busy": 0.5, "idle": 0.2, "steal": 0.3})
+    assert unslowed["advice"] == ""  # nothing went wrong: nothing to explain
 
 
 def test_rtf_floor_above_the_rtf_is_refused(capsys):

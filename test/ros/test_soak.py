@@ -107,6 +107,26 @@ def test_slope_per_min():
         procmem.slope_per_min([1.0, 2.0], [1.0])
 
 
+def test_cpu_shares_from_proc_stat_count_steal_and_refuse_malformed_lines():
+    """Busy, idle and stolen shares of the machine between two readings; the real /proc/stat parses."""
+    before = procmem.parse_proc_stat_cpu("cpu  100 0 50 800 10 0 0 40 0 0\ncpu0 1 2 3 4 5 6 7 8\n")
+    after = procmem.parse_proc_stat_cpu("intr 5\ncpu  160 0 70 860 10 0 0 100 7 0\n")
+    # 60 user + 20 system busy, 60 idle, 60 steal of 200 ticks (guest time, field 9, is inside user).
+    assert procmem.cpu_shares(before, after) == {"busy": 0.4, "idle": 0.3, "steal": 0.3}
+    assert procmem.cpu_shares(after, after) is None
+    with pytest.raises(ValueError, match="need 8"):
+        procmem.parse_proc_stat_cpu("cpu 1 2 3 4\n")
+    with pytest.raises(ValueError, match="no aggregate cpu line"):
+        procmem.parse_proc_stat_cpu("cpu0 1 2 3 4 5 6 7 8\n")
+    machine = procmem.MachineCpu()
+    assert machine.shares() is None  # not started
+    machine.start()
+    sum(i * i for i in range(2_000_000))  # burn some CPU so time passes on every clock
+    shares = machine.shares()
+    assert shares is not None and set(shares) == {"busy", "idle", "steal"}
+    assert sum(shares.values()) == pytest.approx(1.0, abs=1e-3) and shares["busy"] > 0
+
+
 def test_parse_memory_bound():
     doc = "Node.\n\nMemory bound: 600 MiB RSS for the process tree\n(the worker holds ~2 GiB at most).\n\nLater: 9 MiB."
     assert procmem.parse_memory_bound_mib(doc) == 600.0

@@ -228,12 +228,20 @@ LOOP_KEPT = 0.95
 """Share of the robot's steps that must get a fresh command for a run to count as the loop keeping up."""
 
 
-def loop_health(robot: dict[str, str], planner: dict[str, str], rtf: float, rtf_floor: float = 0.0) -> dict[str, Any]:
+STEAL_NOTABLE = 0.05
+"""Share of CPU time stolen by the hypervisor above which the demo names it as a cause of a slow loop."""
+
+
+def loop_health(robot: dict[str, str], planner: dict[str, str], rtf: float, rtf_floor: float = 0.0,
+                cpu: dict[str, float] | None = None) -> dict[str, Any]:
     """Did the control loop keep up? From the last diagnostics of the simulated robot and the planner.
 
     A machine too slow for the graph still runs it, but its robot acts on late or repeated commands and falls
     for reasons the model has nothing to do with (a 2-core VM whose planner needs ~20 ms gave 64 % of planner
     ticks with the adaptation nodes running); the demo then says so instead of letting the figures speak.
+    ``cpu`` (:func:`simdist_ros.procmem.cpu_shares` over the run) adds the machine's side: on a VM whose
+    hypervisor took a notable share of the CPUs (``steal``), a slowed clock says so, since the same code kept
+    real time on the same VM type when nothing was stolen.
     """
     def num(values: dict[str, str], key: str) -> float | None:
         try:
@@ -253,9 +261,15 @@ def loop_health(robot: dict[str, str], planner: dict[str, str], rtf: float, rtf_
         + (f"try --rtf {max(0.1, round(rtf / 2, 2)):g}" if not rtf_floor else
            f"the clock slowed down to {num(robot, 'real_time_factor_now') or rtf:.2f} of real time; "
            f"try --rtf-floor {max(0.05, round(rtf_floor / 2, 3)):g}"))
+    steal = None if cpu is None else cpu.get("steal")
+    reductions = num(robot, "real_time_factor_reductions")
+    if steal is not None and steal >= STEAL_NOTABLE and (verdict == "not kept" or reductions):
+        advice = (advice + "; " if advice else "") + (
+            f"the hypervisor took {100 * steal:.0f} % of this VM's CPU time during the run (steal): the loop was "
+            f"short of CPU the machine did not have")
     return {"fresh_command_share": fresh_share, "planner_ticks_kept": kept,
             "achieved_rtf": num(robot, "achieved_real_time_factor"), "rtf_now": num(robot, "real_time_factor_now"),
-            "rtf_reductions": num(robot, "real_time_factor_reductions"), "verdict": verdict, "advice": advice}
+            "rtf_reductions": reductions, "cpu_steal_share": steal, "verdict": verdict, "advice": advice}
 
 
 def fixed_seed_evaluation(task: str, shipped: Path, adapted: Path, episodes: int, seconds: float,
@@ -371,6 +385,7 @@ def main(argv: list[str]) -> int:
     task, checkpoint = validate(args)
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     os.environ.setdefault("MUJOCO_GL", "egl")
+    from simdist_ros import procmem
     from simdist_ros.graph import load_graph
     from simdist_ros.launcher import GraphProcess
 
@@ -394,7 +409,9 @@ def main(argv: list[str]) -> int:
         raise KeyboardInterrupt  # SIGTERM (timeout, systemd, a launcher) stops the graph like Ctrl-C does
 
     previous_term = signal.signal(signal.SIGTERM, _terminate)
+    machine_cpu = procmem.MachineCpu()
     try:
+        machine_cpu.start()
         graph.start()
         next_print = time.monotonic() + args.print_every_s
         while prog.sim_time_s < args.minutes * 60.0 and not failed:
@@ -407,6 +424,7 @@ def main(argv: list[str]) -> int:
         print("simdist demo: interrupted (SIGINT/SIGTERM), stopping the graph", flush=True)
     finally:
         signal.signal(signal.SIGTERM, previous_term)
+        cpu = machine_cpu.shares()  # before the graph stops: its shutdown is not the run
         codes = graph.stop()
         listener.close()
     phases = prog.phases()
@@ -420,10 +438,13 @@ def main(argv: list[str]) -> int:
                "lockstep": args.lockstep, "adapt": not args.no_adapt, "sim_time_s": prog.sim_time_s,
                "progress_total": prog.total, "unit": demo["unit"], "adaptation": phases, "swaps": prog.swaps,
                "planner": prog.planner, "finetuner": prog.finetuner, "robot_diagnostics": prog.robot,
-               "exit_codes": codes,
-               "loop": loop_health(prog.robot, prog.planner, args.rtf, governed_floor)}
+               "exit_codes": codes, "machine": {**procmem.machine_info(), "cpu_during_run": cpu},
+               "loop": loop_health(prog.robot, prog.planner, args.rtf, governed_floor, cpu)}
     print(_line(prog, demo["unit"]))
     print(_phase_lines(phases, demo["unit"], len(prog.swaps)))
+    if cpu is not None:
+        print(f"machine: {summary['machine']['cores']} cores, during the run {100 * cpu['busy']:.0f} % busy, "
+              f"{100 * cpu['steal']:.0f} % stolen by the hypervisor, {100 * cpu['idle']:.0f} % idle", flush=True)
     if summary["loop"]["advice"]:
         print(f"simdist demo: WARNING: {summary['loop']['advice']}", flush=True)
     adapted = _last_adapted(out, prog)

@@ -204,6 +204,7 @@ def run_one(args: argparse.Namespace, executor: str, out: Path, checkpoint: Path
     monitor = Monitor(args.robot)
     timeout_s = 120.0 + 2.0 * (args.warmup_s + args.seconds) / max(args.rtf, 0.05)
     report: dict[str, Any] = {"label": label, "executor": executor, "launch": launch, "parameters": parameters}
+    machine_cpu = procmem.MachineCpu()  # the whole machine's busy / idle / stolen shares over the window
     t0 = time.monotonic()
     try:
         graph.start()
@@ -217,8 +218,10 @@ def run_one(args: argparse.Namespace, executor: str, out: Path, checkpoint: Path
                 return report
             if phase == "warm-up":
                 start = snapshot(monitor, graph)
+                machine_cpu.start()
                 print(f"[graph bench] {label}: measuring {_window_text(args)}", flush=True)
         report.update(window_report(start, snapshot(monitor, graph)))
+        report["machine_cpu_in_window"] = machine_cpu.shares()
         if args.episodes:
             report["episodes"] = [monitor.episodes[k] for k in range(1, args.episodes + 1)]
         report["diagnostics_end"] = {k: dict(v) for k, v in monitor.diagnostics.items()}
@@ -284,6 +287,12 @@ def format_table(reports: list[dict[str, Any]]) -> str:
             return f"{row['cpu_percent']:g} %" + (f" ({ppc:g} p/cb)" if ppc is not None else "")
 
         lines.append(f"{'CPU ' + name:<28}" + "".join(f"{node_cell(r):>{width}}" for r in reports))
+
+    def steal_cell(r: dict[str, Any]) -> str:
+        shares = r.get("machine_cpu_in_window")
+        return "-" if not shares else f"{100 * shares['steal']:.1f} %"
+
+    lines.append(f"{'CPU stolen (hypervisor)':<28}" + "".join(f"{steal_cell(r):>{width}}" for r in reports))
     return "\n".join(lines)
 
 

@@ -211,6 +211,69 @@ def machine_info() -> dict[str, object]:
     return {"cpu_model": cpu, "cores": os.cpu_count(), "ram_total_gib": round(total_kib / 1024**2, 2)}
 
 
+# Fields of the aggregate ``cpu`` line of ``/proc/stat`` (proc(5)); guest time is already inside user time.
+_STAT_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+
+def parse_proc_stat_cpu(text: str) -> dict[str, int]:
+    """Clock ticks per state of all CPUs together, from the ``cpu`` line of ``/proc/stat``.
+
+    Raises:
+        ValueError: no ``cpu`` line, or fewer than the eight fields above (kernels before 2.6.11).
+    """
+    for line in text.splitlines():
+        fields = line.split()
+        if fields and fields[0] == "cpu":
+            if len(fields) < 1 + len(_STAT_FIELDS):
+                raise ValueError(f"/proc/stat cpu line has {len(fields) - 1} fields, need {len(_STAT_FIELDS)}")
+            return {name: int(v) for name, v in zip(_STAT_FIELDS, fields[1:], strict=False)}
+    raise ValueError("/proc/stat has no aggregate cpu line")
+
+
+def cpu_shares(before: dict[str, int], after: dict[str, int]) -> dict[str, float] | None:
+    """Share of all CPUs' time between two :func:`parse_proc_stat_cpu` readings: busy, idle and stolen.
+
+    ``steal`` is time the hypervisor gave this VM's virtual CPUs to someone else: a loop that misses its ticks
+    on a VM with a large steal share is short of CPU the machine never had, not slow code. None if no time
+    passed (same reading twice).
+    """
+    delta = {k: after[k] - before[k] for k in _STAT_FIELDS}
+    total = sum(delta.values())
+    if total <= 0:
+        return None
+    busy = delta["user"] + delta["nice"] + delta["system"] + delta["irq"] + delta["softirq"]
+    return {"busy": round(busy / total, 4), "idle": round((delta["idle"] + delta["iowait"]) / total, 4),
+            "steal": round(delta["steal"] / total, 4)}
+
+
+class MachineCpu:
+    """CPU shares of the whole machine over a run: ``start()`` at its beginning, ``shares()`` at its end.
+
+    Off Linux (no ``/proc/stat``) every reading is None, and so is the result.
+    """
+
+    def __init__(self) -> None:
+        self._start: dict[str, int] | None = None
+
+    @staticmethod
+    def read() -> dict[str, int] | None:
+        """The ``cpu`` line of ``/proc/stat`` now; None where there is none or it cannot be parsed."""
+        text = _read("/proc/stat")
+        try:
+            return None if text is None else parse_proc_stat_cpu(text)
+        except ValueError:
+            return None
+
+    def start(self) -> None:
+        """Take the reading the run is measured from."""
+        self._start = self.read()
+
+    def shares(self) -> dict[str, float] | None:
+        """:func:`cpu_shares` since :meth:`start`; None before it, off Linux, or with no time passed."""
+        now = self.read()
+        return None if self._start is None or now is None else cpu_shares(self._start, now)
+
+
 def mib(values: Iterable[int]) -> list[float]:
     """Bytes -> MiB, rounded to 0.1."""
     return [round(v / MIB, 1) for v in values]
