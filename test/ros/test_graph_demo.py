@@ -145,7 +145,9 @@ def test_loop_health_names_the_hypervisor_when_it_took_cpu_from_a_slowed_run():
     planner = {"ticks": "1000", "missed_ticks": "3"}
     stolen = demo.loop_health(robot, planner, rtf=1.0, rtf_floor=0.25, cpu={"busy": 0.6, "idle": 0.16, "steal": 0.24})
     assert stolen["verdict"] == "kept" and stolen["cpu_steal_share"] == 0.24
-    assert "hypervisor took 24 %" in stolen["advice"]
+    assert "hypervisor took 24 %" in stolen["advice"] and "something else running" not in stolen["advice"]
+    saturated = demo.loop_health(robot, planner, rtf=1.0, rtf_floor=0.25, cpu={"busy": 0.99, "idle": 0.01, "steal": 0})
+    assert "99 % busy or stolen" in saturated["advice"] and "hypervisor" not in saturated["advice"]
     quiet = demo.loop_health(robot, planner, rtf=1.0, rtf_floor=0.25, cpu={"busy": 0.6, "idle": 0.39, "steal": 0.01})
     assert quiet["advice"] == ""  # steal below the notable share: not blamed
     unslowed = demo.loop_health({"steps": "1000", "fresh_command_steps": "999"}, planner, rtf=1.0,

@@ -230,6 +230,8 @@ LOOP_KEPT = 0.95
 
 STEAL_NOTABLE = 0.05
 """Share of CPU time stolen by the hypervisor above which the demo names it as a cause of a slow loop."""
+IDLE_SCARCE = 0.05
+"""Idle share of the machine's CPU time below which the demo says the CPUs were saturated."""
 
 
 def loop_health(robot: dict[str, str], planner: dict[str, str], rtf: float, rtf_floor: float = 0.0,
@@ -263,10 +265,15 @@ def loop_health(robot: dict[str, str], planner: dict[str, str], rtf: float, rtf_
            f"try --rtf-floor {max(0.05, round(rtf_floor / 2, 3)):g}"))
     steal = None if cpu is None else cpu.get("steal")
     reductions = num(robot, "real_time_factor_reductions")
-    if steal is not None and steal >= STEAL_NOTABLE and (verdict == "not kept" or reductions):
+    slowed = verdict == "not kept" or bool(reductions)
+    if slowed and steal is not None and steal >= STEAL_NOTABLE:
         advice = (advice + "; " if advice else "") + (
             f"the hypervisor took {100 * steal:.0f} % of this VM's CPU time during the run (steal): the loop was "
             f"short of CPU the machine did not have")
+    if slowed and cpu is not None and cpu.get("idle", 1.0) < IDLE_SCARCE:
+        advice = (advice + "; " if advice else "") + (
+            f"the CPUs were {100 * (1 - cpu['idle']):.0f} % busy or stolen during the run (every process on the "
+            f"machine counts: is something else running?)")
     return {"fresh_command_share": fresh_share, "planner_ticks_kept": kept,
             "achieved_rtf": num(robot, "achieved_real_time_factor"), "rtf_now": num(robot, "real_time_factor_now"),
             "rtf_reductions": reductions, "cpu_steal_share": steal, "verdict": verdict, "advice": advice}
@@ -388,6 +395,7 @@ def main(argv: list[str]) -> int:
     from simdist_ros import procmem
     from simdist_ros.graph import load_graph
     from simdist_ros.launcher import GraphProcess
+    from simdist_ros.parity import deployed_planner
 
     demo = DEMOS[args.robot]
     out = (args.output_dir or Path("runs") / time.strftime(f"demo-{args.robot}-%Y%m%d-%H%M%S", time.gmtime())).resolve()
@@ -438,6 +446,7 @@ def main(argv: list[str]) -> int:
                "lockstep": args.lockstep, "adapt": not args.no_adapt, "sim_time_s": prog.sim_time_s,
                "progress_total": prog.total, "unit": demo["unit"], "adaptation": phases, "swaps": prog.swaps,
                "planner": prog.planner, "finetuner": prog.finetuner, "robot_diagnostics": prog.robot,
+               "planner_deployed": dict(zip(("preset", "overrides"), deployed_planner(args.robot), strict=True)),
                "exit_codes": codes, "machine": {**procmem.machine_info(), "cpu_during_run": cpu},
                "loop": loop_health(prog.robot, prog.planner, args.rtf, governed_floor, cpu)}
     print(_line(prog, demo["unit"]))
