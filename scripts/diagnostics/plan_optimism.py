@@ -27,6 +27,17 @@ Reported per model (JSON, with the per-state rows' summary):
 
 The same summary is repeated for the checks in the first second of each episode (the robot still upright).
 
+With ``--expert`` the set also holds the privileged expert's plan: the expert (true friction, contacts and
+velocity) walks H steps closed loop in the copy, and its actions are the sequence. It is a plan known to walk
+from that state. Then, per state, the planner's own score (discounted reward plus terminal value, as MPPI ranks
+candidates; ``model_return``) of the expert's plan against the chosen plan, beside the simulator's verdict
+(``expert_vs_chosen``): if the simulator prefers the expert's plan and the model does not, the frozen reward and
+value heads (or the dynamics under them) misjudge walking on this floor, and no search can fix that; if the model
+prefers it too, the search never proposed it. From the states a sliding planner visits the expert may not walk
+either (it starts its trot afresh there); ``--drive expert`` lets the expert drive the episodes instead (the
+planner still plans every step from the same observations, so its chosen plan is what it would do there) and
+its plan is its own continuing gait: the model's verdict on walking where walking is known to work.
+
     python scripts/diagnostics/plan_optimism.py --task go2/ptfe_slope --checkpoint bench_results/go2_v6_low_friction \\
         --episodes 10 --json /tmp/plan_optimism.json
 """
@@ -35,6 +46,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import json
 from pathlib import Path
 
@@ -44,6 +56,7 @@ import torch
 from simdist_core.checkpoint import load_checkpoint
 from simdist_core.config import parse_overrides
 from simdist_core.eval.rollout import run_episode
+from simdist_core.experts.go2_expert import make_go2_expert
 from simdist_core.models.world_model import Latent
 from simdist_core.planning.mppi import MPPIPlanner, planner_preset
 from simdist_core.sim.base import make_env
@@ -73,8 +86,12 @@ def tracking(velocity_xy: np.ndarray, command: np.ndarray, sigma: float) -> np.n
 class OpenLoopChecker:
     """The planner behind ``run_episode``'s interface; every ``stride`` steps it scores plans in model and sim."""
 
-    def __init__(self, env, planner: MPPIPlanner, stride: int, candidates: int, seed: int) -> None:  # noqa: ANN001
+    def __init__(self, env, planner: MPPIPlanner, stride: int, candidates: int, seed: int,  # noqa: ANN001
+                 expert: bool = False, drive: str = "planner") -> None:
         self.env, self.planner, self.stride, self.candidates = env, planner, stride, candidates
+        self.expert, self.drive = expert or drive == "expert", drive
+        self.driver = None  # the expert driving the episode (``drive == "expert"``)
+        self.episodes = 0
         self.rng = torch.Generator().manual_seed(seed)
         self.sigma = env.config.rewards.tracking_sigma_m_s
         self.discounts = planner.cfg.discount ** np.arange(planner.cfg.horizon)
@@ -87,16 +104,23 @@ class OpenLoopChecker:
         """New episode (the env was just reset): a fresh copy of it and a cold planner."""
         self.planner.reset()
         self.shadow, self.t = copy.deepcopy(self.env), 0
+        if self.drive == "expert":
+            self.driver = make_go2_expert(self.env, rng=np.random.default_rng(self.episodes))
+        self.episodes += 1
 
     def plan(self, obs: dict[str, torch.Tensor]):  # noqa: ANN201 (PlanResult)
         """Plan as the planner does; at every ``stride``-th step also score the plan set in model and sim."""
         with torch.inference_mode():
             latent = self.planner.model.encode(obs)
         result = self.planner.plan_latent(latent, predict_mean=False)
+        executed, before = result.action, None
+        if self.driver is not None:  # the expert acts; its state before acting continues as its plan
+            before = copy.deepcopy(self.driver)
+            executed = np.clip(self.driver.act(self.env), -1.0, 1.0).astype(np.float32)
         if self.t % self.stride == 0:
-            self._check(latent, torch.as_tensor(result.mean), result.action)
+            self._check(latent, torch.as_tensor(result.mean), executed, before)
         self.t += 1
-        return result
+        return result if self.driver is None else dataclasses.replace(result, action=executed)
 
     def on_step(self, _obs, _action, result) -> None:  # noqa: ANN001
         """Compare the real next state with the copy's first step of the chosen plan (the sync check)."""
@@ -105,30 +129,49 @@ class OpenLoopChecker:
             self.sync_diffs.append(float(np.max(np.abs(real - self._expected_next))))
             self._expected_next = None
 
-    def _sequences(self, latent: Latent, chosen: torch.Tensor) -> tuple[torch.Tensor, list[str]]:
+    def _sequences(self, latent: Latent, chosen: torch.Tensor, driver=None) -> tuple[torch.Tensor, list[str]]:  # noqa: ANN001
         cfg = self.planner.cfg
         with torch.inference_mode():
             prior = self.planner.model.pi(latent)[0, : cfg.horizon]
         noise = torch.randn(self.candidates, *chosen.shape, generator=self.rng)
         samples = (chosen + cfg.max_std * noise).clamp(-1.0, 1.0)
-        return torch.cat([chosen[None], prior[None], samples]), ["chosen", "prior"] + ["sample"] * self.candidates
+        plans, kinds = [chosen[None], prior[None], samples], ["chosen", "prior"] + ["sample"] * self.candidates
+        if self.expert:
+            plans.append(self._expert_plan(cfg.horizon, driver)[None])
+            kinds.append("expert")
+        return torch.cat(plans), kinds
 
-    def _check(self, latent: Latent, chosen: torch.Tensor, action: np.ndarray) -> None:
+    def _expert_plan(self, horizon: int, driver=None) -> torch.Tensor:  # noqa: ANN001 (Go2TrotExpert)
+        """The privileged expert's next ``horizon`` actions from the current state, walked closed loop in the copy.
+
+        ``driver``: a copy of the expert driving the episode (its gait continues); else a fresh one starts here.
+        """
+        sync(self.shadow, self.env)
+        expert = driver if driver is not None else make_go2_expert(self.shadow, rng=np.random.default_rng(self.t))
+        actions = np.zeros((horizon, self.env.spec.action_dim), np.float32)
+        for k in range(horizon):
+            actions[k] = np.clip(expert.act(self.shadow), -1.0, 1.0)
+            if self.shadow.step(actions[k]).terminated:  # the rest stays the default pose, as after a fall
+                break
+        return torch.as_tensor(actions)
+
+    def _check(self, latent: Latent, chosen: torch.Tensor, action: np.ndarray, driver=None) -> None:  # noqa: ANN001
         model, command = self.planner.model, np.asarray(self.env.command, np.float64).copy()
-        plans, kinds = self._sequences(latent, chosen)
+        plans, kinds = self._sequences(latent, chosen, driver)
         with torch.inference_mode():
             lat = Latent(latent.z.expand(len(plans), -1), latent.context.expand(len(plans), -1, -1))
             zs = model.predict(lat, plans)
             model_reward = (model.reward(lat, zs, plans).numpy() * self.discounts).sum(1)
+            model_return = self.planner._score(lat, plans, zs).numpy()  # what MPPI ranks by (no prior penalty)
             model_velocity = model.decode_probe(zs)[..., :2].numpy()
         model_tracking = tracking(model_velocity, command, self.sigma).mean(1)
         sim_reward, sim_tracking, fell = [], [], []
-        for i, plan in enumerate(plans.numpy()):
+        for plan in plans.numpy():
             sync(self.shadow, self.env)
             rewards, tracks, down = np.zeros(len(plan)), np.zeros(len(plan)), False
             for k, a in enumerate(plan):
                 step = self.shadow.step(a)
-                if i == 0 and k == 0 and np.allclose(a, action):
+                if k == 0 and self._expected_next is None and np.array_equal(a, action):  # the executed plan
                     self._expected_next = flat(step.obs)
                 rewards[k] = step.reward
                 tracks[k] = tracking(self.shadow.privileged_state()["probe"][:2], command, self.sigma)
@@ -138,7 +181,8 @@ class OpenLoopChecker:
             sim_reward.append(float((rewards * self.discounts).sum()))
             sim_tracking.append(float(tracks.mean()))
             fell.append(down)
-        self.rows.append({"t": self.t, "kinds": kinds, "model_reward": model_reward.tolist(), "sim_reward": sim_reward,
+        self.rows.append({"t": self.t, "kinds": kinds, "model_reward": model_reward.tolist(),
+                          "model_return": model_return.tolist(), "sim_reward": sim_reward,
                           "model_tracking": model_tracking.tolist(), "sim_tracking": sim_tracking, "fell": fell})
 
 
@@ -151,7 +195,9 @@ def spearman(a: list[float], b: list[float]) -> float:
 def summarise(rows: list[dict]) -> dict:
     """Optimism by kind, rank correlations, how often the chosen plan is the simulator's best."""
     out: dict = {"states": len(rows)}
-    for kind in ("chosen", "prior", "sample"):
+    for kind in ("chosen", "prior", "sample", "expert"):
+        if not any(kind in r["kinds"] for r in rows):
+            continue
         pred = [m for r in rows for m, k in zip(r["model_tracking"], r["kinds"], strict=True) if k == kind]
         real = [s for r in rows for s, k in zip(r["sim_tracking"], r["kinds"], strict=True) if k == kind]
         falls = [f for r in rows for f, k in zip(r["fell"], r["kinds"], strict=True) if k == kind]
@@ -164,6 +210,18 @@ def summarise(rows: list[dict]) -> dict:
     out["chosen_is_best_by_sim_reward"] = float(np.mean([int(np.argmax(r["sim_reward"]) == 0) for r in rows]))
     out["best_in_set_actual_tracking"] = float(np.mean([max(r["sim_tracking"]) for r in rows]))
     out["chance_of_best"] = float(np.mean([1.0 / len(r["kinds"]) for r in rows]))
+    with_expert = [r for r in rows if "expert" in r["kinds"]]
+    if with_expert:
+        def prefers_expert(r: dict, key: str) -> bool:
+            return r[key][r["kinds"].index("expert")] > r[key][0]  # index 0: the chosen plan
+
+        sim = np.array([prefers_expert(r, "sim_reward") for r in with_expert])
+        model = np.array([prefers_expert(r, "model_return") for r in with_expert])
+        out["expert_vs_chosen"] = {
+            "states": len(with_expert), "sim_prefers_expert": float(sim.mean()),
+            "model_prefers_expert": float(model.mean()),
+            "model_prefers_expert_where_sim_does": float(model[sim].mean()) if sim.any() else None,
+        }  # fmt: skip
     return out
 
 
@@ -177,6 +235,9 @@ def main() -> None:
     p.add_argument("--stride", type=int, default=5, help="check every this many steps")
     p.add_argument("--candidates", type=int, default=8, help="Gaussian samples around the chosen plan per check")
     p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="task override")
+    p.add_argument("--expert", action="store_true", help="also score the privileged expert's plan from each state")
+    p.add_argument("--drive", choices=("planner", "expert"), default="planner",
+                   help="who acts in the episodes (expert: implies --expert)")
     p.add_argument("--json", type=Path, required=True)
     args = p.parse_args()
     torch.set_num_threads(1)
@@ -188,7 +249,8 @@ def main() -> None:
         env = make_env(args.task, parse_overrides(args.env))
         if env.spec.probe != "base_velocity":
             p.error(f"{args.task}: this check reads the base velocity off the probe (Go2 tasks only)")
-        checker = OpenLoopChecker(env, MPPIPlanner(model, planner_preset("cpu")), args.stride, args.candidates, 0)
+        checker = OpenLoopChecker(env, MPPIPlanner(model, planner_preset("cpu")), args.stride, args.candidates, 0,
+                                  expert=args.expert, drive=args.drive)
         progress = []
         for episode in range(args.episodes):
             stats = run_episode(env, checker, seed=60_000 + episode, max_steps=int(args.seconds * env.spec.control_hz),
