@@ -1,19 +1,29 @@
-"""Paired reading of the PTFE search-budget run (protocol: PTFE_SEARCH_BUDGET.md).
+"""Paired reading of the PTFE search-budget runs (protocols: PTFE_SEARCH_BUDGET.md, PTFE_SEARCH_BUDGET_CONFIRM.md).
 
-Reads `budget_go2_v5_ptfe_search.json` (pretrained) and `budget_go2_v5_adapted_ptfe_search.json` (after 30 min
-of dynamics-only finetuning), both on episode seeds 3000-3009. Per checkpoint: each budget's mean and falls, and
-each budget minus `32x1` paired by seed; per budget: adapted minus pretrained paired by seed. Run from the
-repository root; prints the table and writes `bench_results/ptfe_search_budget.json`.
+Default: `budget_go2_v5_ptfe_search.json` (pretrained) and `budget_go2_v5_adapted_ptfe_search.json` (after 30 min
+of dynamics-only finetuning, seed 0), episode seeds 3000-3009 -> `ptfe_search_budget.json`. With `--confirm`:
+`budget_go2_v6_ptfe_search_confirm.json` (pretrained) and the two adapted seeds' files, seeds 4000-4009 ->
+`ptfe_search_budget_confirm.json`. Per checkpoint: each budget's mean and falls, and each budget minus the first
+budget paired by seed; per budget and adapted checkpoint: adapted minus pretrained paired by seed. Run from the
+repository root; prints the table and writes the JSON.
 """
 
 import json
+import sys
 from pathlib import Path
 
 from simdist_core.eval.stats import episode_values, mean_ci
 
 TASK = "go2/ptfe_slope"
-SOURCES = {"pretrained": "bench_results/budget_go2_v5_ptfe_search.json",
-           "adapted": "bench_results/budget_go2_v5_adapted_ptfe_search.json"}
+if "--confirm" in sys.argv[1:]:
+    SOURCES = {"pretrained": "bench_results/budget_go2_v6_ptfe_search_confirm.json",
+               "adapted_seed1": "bench_results/budget_go2_v6_adapted_seed1_ptfe_search_confirm.json",
+               "adapted_seed2": "bench_results/budget_go2_v6_adapted_seed2_ptfe_search_confirm.json"}
+    OUT = "bench_results/ptfe_search_budget_confirm.json"
+else:
+    SOURCES = {"pretrained": "bench_results/budget_go2_v5_ptfe_search.json",
+               "adapted": "bench_results/budget_go2_v5_adapted_ptfe_search.json"}
+    OUT = "bench_results/ptfe_search_budget.json"
 
 
 def paired(a: list[float], b: list[float]) -> dict:
@@ -30,19 +40,21 @@ values = {name: {b: episode_values(p["per_episode"], TASK) for b, p in by.items(
 
 out: dict = {"sources": SOURCES, "task": TASK, "checkpoints": {}, "adapted_minus_pretrained": {}}
 for name, by in points.items():
+    first = next(iter(by))
     rows = {}
     for budget, p in by.items():
         row = {"mean": p["metric_mean"], "ci95": p["metric_ci95"], "falls": p["falls"],
                "rollouts_per_tick": p["rollouts_per_tick"], "plan_ms_p50": p["plan_ms_p50"]}
-        if budget != "32x1" and "32x1" in by:
-            row["minus_32x1"] = paired(values[name]["32x1"], values[name][budget])
+        if budget != first:
+            row[f"minus_{first}"] = paired(values[name][first], values[name][budget])
         rows[budget] = row
-        diff = row.get("minus_32x1")
-        extra = f", minus 32x1 {diff['mean']:+.2f} {diff['ci95']}" if diff else ""
-        print(f"{name:<10} {budget:<28} {p['metric_mean']:+.2f} m {p['metric_ci95']}, falls {p['falls']}{extra}")
+        diff = row.get(f"minus_{first}")
+        extra = f", minus {first} {diff['mean']:+.2f} {diff['ci95']}" if diff else ""
+        print(f"{name:<14} {budget:<28} {p['metric_mean']:+.2f} m {p['metric_ci95']}, falls {p['falls']}{extra}")
     out["checkpoints"][name] = rows
-for budget in sorted(set(points["pretrained"]) & set(points["adapted"])):
-    diff = paired(values["pretrained"][budget], values["adapted"][budget])
-    out["adapted_minus_pretrained"][budget] = diff
-    print(f"adapted - pretrained at {budget:<28} {diff['mean']:+.2f} {diff['ci95']}")
-Path("bench_results/ptfe_search_budget.json").write_text(json.dumps(out, indent=1) + "\n")
+for name in (n for n in points if n != "pretrained"):
+    for budget in (b for b in points["pretrained"] if b in points[name]):
+        diff = paired(values["pretrained"][budget], values[name][budget])
+        out["adapted_minus_pretrained"][f"{name} at {budget}"] = diff
+        print(f"{name} - pretrained at {budget:<28} {diff['mean']:+.2f} {diff['ci95']}")
+Path(OUT).write_text(json.dumps(out, indent=1) + "\n")
