@@ -37,6 +37,8 @@ prefers it too, the search never proposed it. From the states a sliding planner 
 either (it starts its trot afresh there); ``--drive expert`` lets the expert drive the episodes instead (the
 planner still plans every step from the same observations, so its chosen plan is what it would do there) and
 its plan is its own continuing gait: the model's verdict on walking where walking is known to work.
+``--handover-s S`` (with ``--drive expert``) hands the robot to the planner after S seconds of the expert's
+walking: does the planner keep a gait it did not have to start? ``--stride 0`` skips the open-loop checks.
 
     python scripts/diagnostics/plan_optimism.py --task go2/ptfe_slope --checkpoint bench_results/go2_v6_low_friction \\
         --episodes 10 --json /tmp/plan_optimism.json
@@ -54,7 +56,7 @@ import mujoco
 import numpy as np
 import torch
 from simdist_core.checkpoint import load_checkpoint
-from simdist_core.config import parse_overrides
+from simdist_core.config import apply_overrides, parse_overrides
 from simdist_core.eval.rollout import run_episode
 from simdist_core.experts.go2_expert import make_go2_expert
 from simdist_core.models.world_model import Latent
@@ -87,9 +89,10 @@ class OpenLoopChecker:
     """The planner behind ``run_episode``'s interface; every ``stride`` steps it scores plans in model and sim."""
 
     def __init__(self, env, planner: MPPIPlanner, stride: int, candidates: int, seed: int,  # noqa: ANN001
-                 expert: bool = False, drive: str = "planner") -> None:
+                 expert: bool = False, drive: str = "planner", handover_steps: int | None = None) -> None:
         self.env, self.planner, self.stride, self.candidates = env, planner, stride, candidates
-        self.expert, self.drive = expert or drive == "expert", drive
+        self.expert, self.drive, self.handover_steps = expert or drive == "expert", drive, handover_steps
+        self.at_handover: list[dict] = []  # env metrics when the planner took over, per episode
         self.driver = None  # the expert driving the episode (``drive == "expert"``)
         self.episodes = 0
         self.rng = torch.Generator().manual_seed(seed)
@@ -114,10 +117,13 @@ class OpenLoopChecker:
             latent = self.planner.model.encode(obs)
         result = self.planner.plan_latent(latent, predict_mean=False)
         executed, before = result.action, None
+        if self.driver is not None and self.t == self.handover_steps:
+            self.driver = None  # the planner acts from here on (it has planned every step, so it is warm)
+            self.at_handover.append(dict(self.env.metrics()))
         if self.driver is not None:  # the expert acts; its state before acting continues as its plan
             before = copy.deepcopy(self.driver)
             executed = np.clip(self.driver.act(self.env), -1.0, 1.0).astype(np.float32)
-        if self.t % self.stride == 0:
+        if self.stride and self.t % self.stride == 0:
             self._check(latent, torch.as_tensor(result.mean), executed, before)
         self.t += 1
         return result if self.driver is None else dataclasses.replace(result, action=executed)
@@ -225,6 +231,28 @@ def summarise(rows: list[dict]) -> dict:
     return out
 
 
+def handover_summary(at_handover: list[dict], ends: list[dict], handover_s: float) -> dict:
+    """Per episode and on average: progress while the expert walked, and after the planner took over.
+
+    An episode that ended (a fall) before the handover has no planner phase and is counted as such.
+    """
+    episodes = []
+    for k, end in enumerate(ends):
+        start = at_handover[k] if k < len(at_handover) else None
+        if start is None or start["fell"]:
+            episodes.append({"expert_m": float(end["forward_progress_m"]), "planner_m": None, "planner_fell": None})
+            continue
+        episodes.append({"expert_m": float(start["forward_progress_m"]),
+                         "planner_m": float(end["forward_progress_m"] - start["forward_progress_m"]),
+                         "planner_s": float(end["duration_s"] - start["duration_s"]),
+                         "planner_fell": bool(end["fell"])})  # fmt: skip
+    handed = [e for e in episodes if e["planner_m"] is not None]
+    return {"handover_s": handover_s, "episodes_handed_over": len(handed),
+            "expert_m_mean": float(np.mean([e["expert_m"] for e in episodes])),
+            "planner_m_mean": float(np.mean([e["planner_m"] for e in handed])) if handed else None,
+            "planner_falls": int(sum(e["planner_fell"] for e in handed)), "per_episode": episodes}
+
+
 def main() -> None:
     """Run the check for each checkpoint and write one JSON."""
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -238,8 +266,13 @@ def main() -> None:
     p.add_argument("--expert", action="store_true", help="also score the privileged expert's plan from each state")
     p.add_argument("--drive", choices=("planner", "expert"), default="planner",
                    help="who acts in the episodes (expert: implies --expert)")
+    p.add_argument("--planner", dest="planner_set", action="append", default=[], metavar="KEY=VALUE",
+                   help="planner field over the cpu preset, e.g. prior_weight=100 (the deployed Go2 planner)")
+    p.add_argument("--handover-s", type=float, help="with --drive expert: the planner takes over after this long")
     p.add_argument("--json", type=Path, required=True)
     args = p.parse_args()
+    if args.handover_s is not None and args.drive != "expert":
+        p.error("--handover-s needs --drive expert")
     torch.set_num_threads(1)
     out = {"command": {k: [str(x) for x in v] if isinstance(v, list) else str(v) for k, v in vars(args).items()},
            "models": {}}  # fmt: skip
@@ -249,17 +282,21 @@ def main() -> None:
         env = make_env(args.task, parse_overrides(args.env))
         if env.spec.probe != "base_velocity":
             p.error(f"{args.task}: this check reads the base velocity off the probe (Go2 tasks only)")
-        checker = OpenLoopChecker(env, MPPIPlanner(model, planner_preset("cpu")), args.stride, args.candidates, 0,
-                                  expert=args.expert, drive=args.drive)
-        progress = []
+        handover = None if args.handover_s is None else int(round(args.handover_s * env.spec.control_hz))
+        cfg = apply_overrides(planner_preset("cpu"), parse_overrides(args.planner_set))
+        checker = OpenLoopChecker(env, MPPIPlanner(model, cfg), args.stride, args.candidates, 0,
+                                  expert=args.expert, drive=args.drive, handover_steps=handover)
+        progress, ends = [], []
         for episode in range(args.episodes):
             stats = run_episode(env, checker, seed=60_000 + episode, max_steps=int(args.seconds * env.spec.control_hz),
                                 on_step=checker.on_step)  # fmt: skip
             progress.append(float(stats.metrics["forward_progress_m"]))
+            ends.append(dict(stats.metrics))
         first = [r for r in checker.rows if r["t"] < env.spec.control_hz]
-        summary = summarise(checker.rows) | {
+        summary = (summarise(checker.rows) if checker.rows else {"states": 0}) | {
             "first_second_of_episodes": summarise(first) if first else None,
             "closed_loop_forward_progress_m": float(np.mean(progress)),
+            "handover": handover_summary(checker.at_handover, ends, args.handover_s) if handover else None,
             "sync_check": {"checks": len(checker.sync_diffs),
                            "max_abs_diff": max(checker.sync_diffs) if checker.sync_diffs else None},
         }  # fmt: skip
