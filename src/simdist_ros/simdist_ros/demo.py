@@ -241,9 +241,10 @@ def loop_health(robot: dict[str, str], planner: dict[str, str], rtf: float, rtf_
     A machine too slow for the graph still runs it, but its robot acts on late or repeated commands and falls
     for reasons the model has nothing to do with (a 2-core VM whose planner needs ~20 ms gave 64 % of planner
     ticks with the adaptation nodes running); the demo then says so instead of letting the figures speak.
-    ``cpu`` (:func:`simdist_ros.procmem.cpu_shares` over the run) adds the machine's side: on a VM whose
-    hypervisor took a notable share of the CPUs (``steal``), a slowed clock says so, since the same code kept
-    real time on the same VM type when nothing was stolen.
+    ``cpu`` (:func:`simdist_ros.procmem.cpu_shares` over the run) adds the machine's side of a slowed clock:
+    CPU time the hypervisor took (``steal``), or CPUs with no idle time left (something else running). Neither
+    shows a VM that is slower per core in some hours, which has slowed this demo with 1 % steal and 37 % idle
+    (README, *The demo, run by run*); then the advice stays as it was.
     """
     def num(values: dict[str, str], key: str) -> float | None:
         try:

@@ -1,5 +1,8 @@
 """Process memory from ``/proc`` (Linux, no ROS imports): trees, RSS, high-water marks, slopes, documented bounds.
 
+Also the machine's side of a run: CPU model, cores, RAM, and the busy / idle / stolen shares of its CPUs
+(``MachineCpu``, used by ``simdist demo`` and ``simdist bench graph``).
+
 Used by ``simdist bench soak`` (:mod:`simdist_ros.soak`). Everything here is a pure function of
 ``/proc`` or of its arguments, so the tests run it against real child processes.
 
