@@ -92,7 +92,7 @@ class OpenLoopChecker:
                  expert: bool = False, drive: str = "planner", handover_steps: int | None = None) -> None:
         self.env, self.planner, self.stride, self.candidates = env, planner, stride, candidates
         self.expert, self.drive, self.handover_steps = expert or drive == "expert", drive, handover_steps
-        self.at_handover: list[dict] = []  # env metrics when the planner took over, per episode
+        self.at_handover: dict[int, dict] = {}  # episode index -> env metrics when the planner took over
         self.driver = None  # the expert driving the episode (``drive == "expert"``)
         self.episodes = 0
         self.rng = torch.Generator().manual_seed(seed)
@@ -119,7 +119,7 @@ class OpenLoopChecker:
         executed, before = result.action, None
         if self.driver is not None and self.t == self.handover_steps:
             self.driver = None  # the planner acts from here on (it has planned every step, so it is warm)
-            self.at_handover.append(dict(self.env.metrics()))
+            self.at_handover[self.episodes - 1] = dict(self.env.metrics())  # reset() counted this episode
         if self.driver is not None:  # the expert acts; its state before acting continues as its plan
             before = copy.deepcopy(self.driver)
             executed = np.clip(self.driver.act(self.env), -1.0, 1.0).astype(np.float32)
@@ -231,14 +231,14 @@ def summarise(rows: list[dict]) -> dict:
     return out
 
 
-def handover_summary(at_handover: list[dict], ends: list[dict], handover_s: float) -> dict:
+def handover_summary(at_handover: dict[int, dict], ends: list[dict], handover_s: float) -> dict:
     """Per episode and on average: progress while the expert walked, and after the planner took over.
 
     An episode that ended (a fall) before the handover has no planner phase and is counted as such.
     """
     episodes = []
     for k, end in enumerate(ends):
-        start = at_handover[k] if k < len(at_handover) else None
+        start = at_handover.get(k)
         if start is None or start["fell"]:
             episodes.append({"expert_m": float(end["forward_progress_m"]), "planner_m": None, "planner_fell": None})
             continue
