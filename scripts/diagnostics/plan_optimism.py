@@ -39,6 +39,10 @@ planner still plans every step from the same observations, so its chosen plan is
 its plan is its own continuing gait: the model's verdict on walking where walking is known to work.
 ``--handover-s S`` (with ``--drive expert``) hands the robot to the planner after S seconds of the expert's
 walking: does the planner keep a gait it did not have to start? ``--stride 0`` skips the open-loop checks.
+``--command-ramp-s R`` has the operator ramp the velocity command linearly from 0 to the episode's command over
+R seconds (``Go2Env.set_command`` every step, as a velocity smoother in front of ``cmd_vel`` would), the way the
+expert ramps its own reference velocity from rest. (The episode's first observation, made at reset, still
+carries the full command; the ramp reaches the observations from the second step on.)
 
     python scripts/diagnostics/plan_optimism.py --task go2/ptfe_slope --checkpoint bench_results/go2_v6_low_friction \\
         --episodes 10 --json /tmp/plan_optimism.json
@@ -89,10 +93,12 @@ class OpenLoopChecker:
     """The planner behind ``run_episode``'s interface; every ``stride`` steps it scores plans in model and sim."""
 
     def __init__(self, env, planner: MPPIPlanner, stride: int, candidates: int, seed: int,  # noqa: ANN001
-                 expert: bool = False, drive: str = "planner", handover_steps: int | None = None) -> None:
+                 expert: bool = False, drive: str = "planner", handover_steps: int | None = None,
+                 ramp_steps: int = 0) -> None:
         self.env, self.planner, self.stride, self.candidates = env, planner, stride, candidates
         self.expert, self.drive, self.handover_steps = expert or drive == "expert", drive, handover_steps
         self.at_handover: dict[int, dict] = {}  # episode index -> env metrics when the planner took over
+        self.ramp_steps, self.target_command = ramp_steps, None
         self.driver = None  # the expert driving the episode (``drive == "expert"``)
         self.episodes = 0
         self.rng = torch.Generator().manual_seed(seed)
@@ -107,12 +113,18 @@ class OpenLoopChecker:
         """New episode (the env was just reset): a fresh copy of it and a cold planner."""
         self.planner.reset()
         self.shadow, self.t = copy.deepcopy(self.env), 0
+        if self.ramp_steps:
+            self.target_command = np.array(self.env.command, np.float64)
+            self.env.set_command(np.zeros_like(self.target_command))  # before the first plan: rest asks for 0
+            self.shadow = copy.deepcopy(self.env)
         if self.drive == "expert":
             self.driver = make_go2_expert(self.env, rng=np.random.default_rng(self.episodes))
         self.episodes += 1
 
     def plan(self, obs: dict[str, torch.Tensor]):  # noqa: ANN201 (PlanResult)
         """Plan as the planner does; at every ``stride``-th step also score the plan set in model and sim."""
+        if self.ramp_steps and self.t:  # the command the next step acts under (the first observation had 0)
+            self.env.set_command(self.target_command * min(1.0, self.t / self.ramp_steps))
         with torch.inference_mode():
             latent = self.planner.model.encode(obs)
         result = self.planner.plan_latent(latent, predict_mean=False)
@@ -269,6 +281,8 @@ def main() -> None:
     p.add_argument("--planner", dest="planner_set", action="append", default=[], metavar="KEY=VALUE",
                    help="planner field over the cpu preset, e.g. prior_weight=100 (the deployed Go2 planner)")
     p.add_argument("--handover-s", type=float, help="with --drive expert: the planner takes over after this long")
+    p.add_argument("--command-ramp-s", type=float, default=0.0,
+                   help="ramp the velocity command from 0 to the episode's over this long (0: the command at once)")
     p.add_argument("--json", type=Path, required=True)
     args = p.parse_args()
     if args.handover_s is not None and args.drive != "expert":
@@ -285,7 +299,8 @@ def main() -> None:
         handover = None if args.handover_s is None else int(round(args.handover_s * env.spec.control_hz))
         cfg = apply_overrides(planner_preset("cpu"), parse_overrides(args.planner_set))
         checker = OpenLoopChecker(env, MPPIPlanner(model, cfg), args.stride, args.candidates, 0,
-                                  expert=args.expert, drive=args.drive, handover_steps=handover)
+                                  expert=args.expert, drive=args.drive, handover_steps=handover,
+                                  ramp_steps=int(round(args.command_ramp_s * env.spec.control_hz)))
         progress, ends = [], []
         for episode in range(args.episodes):
             stats = run_episode(env, checker, seed=60_000 + episode, max_steps=int(args.seconds * env.spec.control_hz),
