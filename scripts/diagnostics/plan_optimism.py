@@ -311,6 +311,9 @@ def main() -> None:
         summary = (summarise(checker.rows) if checker.rows else {"states": 0}) | {
             "first_second_of_episodes": summarise(first) if first else None,
             "closed_loop_forward_progress_m": float(np.mean(progress)),
+            "closed_loop_per_episode": [{k: float(e[k]) for k in ("forward_progress_m", "fell", "duration_s")}
+                                        for e in ends],
+            "closed_loop_falls": int(sum(bool(e["fell"]) for e in ends)),
             "handover": handover_summary(checker.at_handover, ends, args.handover_s) if handover else None,
             "sync_check": {"checks": len(checker.sync_diffs),
                            "max_abs_diff": max(checker.sync_diffs) if checker.sync_diffs else None},
