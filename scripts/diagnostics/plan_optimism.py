@@ -112,11 +112,10 @@ class OpenLoopChecker:
     def reset(self) -> None:
         """New episode (the env was just reset): a fresh copy of it and a cold planner."""
         self.planner.reset()
-        self.shadow, self.t = copy.deepcopy(self.env), 0
         if self.ramp_steps:
             self.target_command = np.array(self.env.command, np.float64)
             self.env.set_command(np.zeros_like(self.target_command))  # before the first plan: rest asks for 0
-            self.shadow = copy.deepcopy(self.env)
+        self.shadow, self.t = copy.deepcopy(self.env), 0
         if self.drive == "expert":
             self.driver = make_go2_expert(self.env, rng=np.random.default_rng(self.episodes))
         self.episodes += 1
@@ -301,16 +300,15 @@ def main() -> None:
         checker = OpenLoopChecker(env, MPPIPlanner(model, cfg), args.stride, args.candidates, 0,
                                   expert=args.expert, drive=args.drive, handover_steps=handover,
                                   ramp_steps=int(round(args.command_ramp_s * env.spec.control_hz)))
-        progress, ends = [], []
+        ends = []  # each episode's final metrics
         for episode in range(args.episodes):
             stats = run_episode(env, checker, seed=60_000 + episode, max_steps=int(args.seconds * env.spec.control_hz),
                                 on_step=checker.on_step)  # fmt: skip
-            progress.append(float(stats.metrics["forward_progress_m"]))
             ends.append(dict(stats.metrics))
         first = [r for r in checker.rows if r["t"] < env.spec.control_hz]
         summary = (summarise(checker.rows) if checker.rows else {"states": 0}) | {
             "first_second_of_episodes": summarise(first) if first else None,
-            "closed_loop_forward_progress_m": float(np.mean(progress)),
+            "closed_loop_forward_progress_m": float(np.mean([e["forward_progress_m"] for e in ends])),
             "closed_loop_per_episode": [{k: float(e[k]) for k in ("forward_progress_m", "fell", "duration_s")}
                                         for e in ends],
             "closed_loop_falls": int(sum(bool(e["fell"]) for e in ends)),
