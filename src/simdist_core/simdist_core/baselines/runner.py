@@ -77,17 +77,19 @@ class RLBaseline:
             self.last_log = self.agent.train_step(self.offline, self.buffer)
             self.updates += 1
 
-    def collect(self, env: Any, steps: int, episode_steps: int, seed: int) -> int:  # noqa: ANN401
+    def collect(self, env: Any, steps: int, episode_steps: int, seed: int, command_ramp_s: float = 0.0) -> int:  # noqa: ANN401
         """Run the stochastic policy for ``steps`` control steps, learning as it goes; returns the episodes started.
 
-        Episodes last at most ``episode_steps``; episode ``i`` resets with seed ``seed + i``.
+        Episodes last at most ``episode_steps``; episode ``i`` resets with seed ``seed + i``; ``command_ramp_s``
+        ramps the command the policy sees as for the world-model methods (``run_episode``).
         """
         recorder = OnlineRecorder(self.spec, self.buffer, self.observe, self._after_step)
         planner = AgentPlanner(self.agent, self.observe, deterministic=False, seed=seed)
         episodes = 0
         while recorder.steps < steps:
             run_episode(env, planner, seed=seed + episodes, max_steps=min(episode_steps, steps - recorder.steps),
-                        on_step=recorder.on_step, on_reset=recorder.on_reset)  # fmt: skip
+                        on_step=recorder.on_step, on_reset=recorder.on_reset,
+                        command_ramp_s=command_ramp_s)  # fmt: skip
             episodes += 1
         log.info("%s: %d online transitions, %d update rounds, last %s", type(self.agent).__name__, self.buffer.size,
                  self.updates, {k: round(v, 4) for k, v in self.last_log.items()})  # fmt: skip

@@ -92,6 +92,7 @@ from simdist_core.eval import stats
 from simdist_core.eval.closed_loop import EvalConfig, evaluate, make_planner, task_metric_name
 from simdist_core.eval.experience import collect_experience
 from simdist_core.models.world_model import LossWeights
+from simdist_core.planning.command_ramp import ramp_for
 from simdist_core.training.adapt import FinetuneConfig, finetune_dynamics, fixed_batches
 from simdist_core.training.common import OptimConfig
 from simdist_core.training.trainer import Batch, evaluate_loss, finetune_loss_weights
@@ -133,6 +134,10 @@ class AdaptationConfig:
     """Windows of the held-out set scored for the latent error."""
     preset: str = "cpu"
     """Planner preset for collection and evaluation."""
+    command_ramp_s: float = 0.0
+    """Ramp the velocity command the controller sees from rest to the task's over this long in every episode
+    (collection, held-out set, evaluation; every method alike; Go2 only; 0: at once): the encoder node's
+    ``command_ramp_s`` in the live graph (``simdist_core.planning.command_ramp``)."""
     finetune: FinetuneConfig = field(default_factory=lambda: FinetuneConfig(
         steps=300, batch_size=32, optim=OptimConfig(lr=2e-4, warmup_steps=30, cosine=False)))  # fmt: skip
     """Finetuning per round (continues from the method's latest accepted model)."""
@@ -153,6 +158,8 @@ class AdaptationConfig:
         if self.eval_episodes < 1 or self.heldout_episodes < 2:
             raise ValueError(f"need eval_episodes >= 1 and heldout_episodes >= 2, got {self.eval_episodes=}, "
                              f"{self.heldout_episodes=}")  # fmt: skip
+        if not self.command_ramp_s >= 0:  # also catches NaN
+            raise ValueError(f"command_ramp_s must be >= 0, got {self.command_ramp_s=}")
 
 
 class Benchmark:
@@ -181,8 +188,10 @@ class Benchmark:
         self.env_overrides, self.planner_overrides = dict(env_overrides or {}), dict(planner_overrides or {})
         self.env = make_env(cfg.task, self.env_overrides)
         self.control_hz = self.env.spec.control_hz
+        ramp_for(self.env.spec, cfg.command_ramp_s)  # a ramp this robot cannot have fails here, not an hour in
         self.eval_cfg = EvalConfig(task=cfg.task, episodes=cfg.eval_episodes, seconds=cfg.eval_s,
-                                   seed=cfg.seed + 50_000, preset=cfg.preset)  # fmt: skip
+                                   seed=cfg.seed + 50_000, preset=cfg.preset,
+                                   command_ramp_s=cfg.command_ramp_s)  # fmt: skip
         self.holdout: list[Batch] = []
         self.log: list[dict[str, Any]] = []
 
@@ -200,7 +209,7 @@ class Benchmark:
                                           max_steps=min(episode_steps, steps - done),
                                           seed=seed + episodes, exploration_std=self.cfg.exploration_std,
                                           first_episode_id=first_episode + episodes,
-                                          eval_labels=eval_labels)  # fmt: skip
+                                          eval_labels=eval_labels, command_ramp_s=self.cfg.command_ramp_s)  # fmt: skip
             done += recorded[0].steps
             episodes += 1
         return episodes
@@ -332,7 +341,8 @@ class Benchmark:
             t0 = time.perf_counter()
             steps = int(round((minutes - before) * 60 * self.control_hz))
             # same collection seeds as the world-model methods at this mark
-            episodes += baseline.collect(self.env, steps, episode_steps, cfg.seed + 10_000 * (1 + len(out["minutes"])))
+            episodes += baseline.collect(self.env, steps, episode_steps, cfg.seed + 10_000 * (1 + len(out["minutes"])),
+                                         command_ramp_s=cfg.command_ramp_s)
             t1 = time.perf_counter()
             point = self.measure_agent(baseline)
             log.info("%s @ %.2f min: %s=%.3f (%d online transitions)", method, minutes, metric, point[metric],

@@ -50,6 +50,9 @@ class EvalConfig:
     compensate_delay: bool = False
     """Plan for the state the action will act on: the planner starts every candidate with the actions already in
     flight (``MPPIPlanner.plan_latent``'s ``committed``), as the planner node does with its measured delay."""
+    command_ramp_s: float = 0.0
+    """Ramp the velocity command the planner sees from rest to the task's over this long (Go2 only; 0: at once),
+    as the encoder node's ``command_ramp_s`` does in the live graph (``simdist_core.planning.command_ramp``)."""
 
     def __post_init__(self) -> None:
         if self.episodes < 1:
@@ -58,6 +61,8 @@ class EvalConfig:
             raise ValueError(f"seconds must be >= 0, got {self.seconds=}")
         if self.action_delay < 0:
             raise ValueError(f"action_delay must be >= 0, got {self.action_delay=}")
+        if not self.command_ramp_s >= 0:  # also catches NaN
+            raise ValueError(f"command_ramp_s must be >= 0, got {self.command_ramp_s=}")
 
 
 def task_metric_name(task: str) -> str:
@@ -130,7 +135,7 @@ def evaluate(
         hooks = recorder.hooks(env, cfg.seed + i) if recorder is not None and recorder.wants(i) else {}
         episodes.append(run_episode(env, planner, seed=cfg.seed + i, max_steps=max_steps,
                                     action_delay=cfg.action_delay, compensate_delay=cfg.compensate_delay,
-                                    **hooks))
+                                    command_ramp_s=cfg.command_ramp_s, **hooks))
         log.info("episode %d/%d: %s", i + 1, cfg.episodes, episodes[-1].metrics)
     wall_s = time.perf_counter() - start
     summary = summarise(episodes)
@@ -141,7 +146,7 @@ def evaluate(
         "per_episode": [ep.metrics for ep in episodes],
         "planner": to_dict(planner.cfg), "preset": cfg.preset, "env_overrides": dict(env_overrides or {}),
         "action_delay": cfg.action_delay,
-        "compensate_delay": cfg.compensate_delay,
+        "compensate_delay": cfg.compensate_delay, "command_ramp_s": cfg.command_ramp_s,
         "plan_ms_p50": summary["plan_ms_p50"], "plan_ms_p99": summary["plan_ms_p99"],
         "fallbacks": int(summary["fallbacks"]), "wall_s": wall_s, "sim_s": sim_s,
         "real_time_factor": sim_s / wall_s if wall_s > 0 else float("nan"), "torch_threads": torch.get_num_threads(),
@@ -180,6 +185,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--compensate-delay", action="store_true",
                         help="plan for the state the action will act on: every candidate starts with the actions "
                              "already in flight (what the planner node does with the delay it measures)")
+    parser.add_argument("--command-ramp-s", type=float, default=0.0, metavar="SECONDS",
+                        help="ramp the velocity command the planner sees from rest to the task's over this long "
+                             "(Go2; what the encoder node's command_ramp_s does in the live graph)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
     parser.add_argument("--json", type=Path, help="write the report here")
     parser.add_argument("--video", type=Path, metavar="PATH.mp4",
@@ -228,12 +236,15 @@ def validate(args: argparse.Namespace) -> tuple[EvalConfig, dict[str, str], dict
     check_positive("--episodes", args.episodes)
     check_positive("--seconds", args.seconds, allow_zero=True)
     check_positive("--action-delay", args.action_delay, allow_zero=True)
+    check_positive("--command-ramp-s", args.command_ramp_s, allow_zero=True)
     env_overrides, planner_overrides = parse_overrides(args.env_set), parse_overrides(args.planner_set)
     try:
         cfg = EvalConfig(task=args.task, episodes=args.episodes, seconds=args.seconds, seed=args.seed,
                          preset=args.preset, action_delay=args.action_delay,
-                         compensate_delay=args.compensate_delay)
+                         compensate_delay=args.compensate_delay, command_ramp_s=args.command_ramp_s)
         task_config(args.task, env_overrides)  # task id, keys and values, without building the simulator
+        if args.command_ramp_s and not args.task.startswith("go2/"):
+            raise ValueError(f"--command-ramp-s smooths a velocity command: {args.task} has none")
     except (KeyError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     if args.preset != "checkpoint":  # a stored planner config is checked once the checkpoint is read

@@ -112,6 +112,7 @@ def collect_experience(
     first_episode_id: int = 0,
     chunk_steps: int = 1024,
     eval_labels: bool = False,
+    command_ramp_s: float = 0.0,
 ) -> list[EpisodeStats]:
     """Run ``episodes`` planner episodes in ``env`` and append them to ``shard_dir``.
 
@@ -127,6 +128,8 @@ def collect_experience(
         chunk_steps: rows per sealed chunk.
         eval_labels: also store the privileged probe (``priv/probe``) and the true ``reward`` of every row
             (evaluation sets only: a robot has neither).
+        command_ramp_s: ramp the velocity command from rest over this long (``run_episode``); the recorded
+            observations carry the ramped command, as the live graph's replay buffer records them.
 
     Returns:
         Per-episode stats (metrics, planner timings).
@@ -139,7 +142,8 @@ def collect_experience(
     try:
         for i in range(episodes):
             stats.append(run_episode(env, planner, seed=seed + i, max_steps=max_steps, exploration_std=exploration_std,
-                                     rng=rng, on_step=recorder, on_reset=recorder.start_episode))  # fmt: skip
+                                     rng=rng, on_step=recorder, on_reset=recorder.start_episode,
+                                     command_ramp_s=command_ramp_s))  # fmt: skip
             recorder.end_episode()
     finally:
         recorder.close()

@@ -8,6 +8,7 @@ optionally add exploration noise, step the env, and hand every transition to an 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import deque
 from collections.abc import Callable
@@ -18,6 +19,7 @@ import numpy as np
 import torch
 
 from simdist_core.data.history import ObservationHistory
+from simdist_core.planning.command_ramp import ramp_for
 from simdist_core.planning.mppi import MPPIPlanner
 from simdist_core.sim.base import RobotEnv, StepResult
 
@@ -73,6 +75,7 @@ def run_episode(
     device: str = "cpu",
     action_delay: int = 0,
     compensate_delay: bool = False,
+    command_ramp_s: float = 0.0,
 ) -> EpisodeStats:
     """Run one planner-controlled episode.
 
@@ -93,6 +96,10 @@ def run_episode(
             has delay 1; the steps before the first delayed action hold the default pose (zeros).
         compensate_delay: pass the planner the ``action_delay`` actions already in flight (``committed``, oldest
             first), so it plans the action for the state it will act on (``MPPIPlanner.plan_latent``).
+        command_ramp_s: ramp the velocity command the planner sees from rest to the task's over this long
+            (``simdist_core.planning.command_ramp``; 0: the task's command at once). The observations the
+            planner, ``on_reset`` and ``on_step`` get carry the ramped command, as the live graph's encoder
+            node writes it; the env's reward still tracks the task's command.
 
     Returns:
         The episode's metrics, planner timings and fallback count.
@@ -104,6 +111,9 @@ def run_episode(
     in_flight: deque[np.ndarray] = deque()
     history = ObservationHistory(env.spec)
     obs = env.reset(seed=seed)
+    ramp = ramp_for(env.spec, command_ramp_s)
+    if ramp is not None:
+        obs = _with_command(obs, ramp.reset(obs["command"]))
     if on_reset is not None:
         on_reset(obs)
     history.reset(obs)
@@ -131,6 +141,8 @@ def run_episode(
         in_flight.append(action)
         action = in_flight.popleft() if len(in_flight) > action_delay else np.zeros_like(action)
         result = env.step(action)
+        if ramp is not None:
+            result = dataclasses.replace(result, obs=_with_command(result.obs, ramp.step(result.obs["command"])))
         if on_step is not None:
             on_step(obs, action, result)
         history.record_action(action)
@@ -142,6 +154,10 @@ def run_episode(
             break
     stats.metrics = {k: float(v) for k, v in env.metrics().items()}
     return stats
+
+
+def _with_command(obs: dict[str, np.ndarray], command: np.ndarray) -> dict[str, np.ndarray]:
+    return {**obs, "command": command}
 
 
 def summarise(episodes: list[EpisodeStats]) -> dict[str, float]:
