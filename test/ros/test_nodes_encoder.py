@@ -214,3 +214,71 @@ def test_ur5e_encoder_follows_the_registered_fixture_pose(tmp_path):
         obs.close()
         rc = node.stop()
     assert rc == 0, f"encoder_node did not exit cleanly (rc={rc}):\n{node.log()[-3000:]}"
+
+
+@pytest.mark.timeout(240)
+def test_go2_encoder_ramps_the_velocity_command_from_rest_and_to_a_new_cmd_vel(tmp_path):
+    """With ``command_ramp_s`` the observations (what the model sees and the replay buffer records) carry a command
+    that starts at rest with each episode and moves to each new ``cmd_vel`` linearly over that time."""
+    from geometry_msgs.msg import Twist
+
+    save_checkpoint(tmp_path / "ckpt", tiny_world_model("go2"), version=1)
+    ns = unique_namespace("encoder_ramp")
+    params = {"checkpoint": str(tmp_path / "ckpt"), "control_hz": HZ, "diagnostics_period_s": 0.25,
+              "default_command": [0.8, 0.0, 0.0], "command_ramp_s": 0.5}  # 10 samples at 20 Hz: 0.08 m/s each
+    node = NodeProcess("encoder_node", params, "encoder", ns)
+    obs = Observer(ns)
+    rng = np.random.default_rng(1)
+    spec = tiny_world_model("go2").spec
+    try:
+        observations = obs.collect(Float32MultiArray, topics.OBSERVATION, qos.OBSERVATION(HZ))
+        pubs = {key: obs.publisher(type(m), topics.CAMERA_IMAGE if key == "camera" else getattr(topics, key.upper()),
+                                   qos.SENSOR)
+                for key, m in sensors_to_messages("go2", _sensors(rng), JOINT_NAMES, 0).items()}  # fmt: skip
+        cmd_pub = obs.publisher(Twist, topics.TASK_COMMAND, qos.RELIABLE)
+        operator = {"vx": 0.8}
+
+        def drive():
+            t_ns = obs.node.get_clock().now().nanoseconds
+            cmd_pub.publish(msgs.make_twist_command((operator["vx"], 0.0, 0.0)))
+            for key, msg in sensors_to_messages("go2", _sensors(rng), JOINT_NAMES, t_ns).items():
+                pubs[key].publish(msg)
+
+        feed = every(1.0 / HZ, drive)
+
+        def commands():
+            steps = sorted((msgs.observation_to_step(m, spec) for m in observations), key=lambda s: s.t_ns)
+            return steps, [float(s.obs["command"][0]) for s in steps]
+
+        assert obs.spin_until(lambda: len(observations) >= 40, 90.0, on_spin=feed), node.log()[-3000:]
+        steps, vx = commands()
+        assert steps[0].episode_start and vx[0] == 0.0  # the robot starts at rest
+        first = [v for s, v in zip(steps, vx, strict=True) if s.episode == steps[0].episode]
+        assert np.all(np.diff(first) >= -1e-6) and first[-1] == pytest.approx(0.8)  # up to the command, no further
+        assert np.all(np.diff(first) <= 0.08 + 1e-5), first  # never faster than the ramp
+        assert any(0.0 < v < 0.8 for v in first), first
+        # A new cmd_vel: the command moves there over the ramp time, not at once.
+        operator["vx"] = 0.4
+        n = len(observations)
+        assert obs.spin_until(lambda: len(observations) >= n + 30, 90.0, on_spin=feed), node.log()[-3000:]
+        steps, vx = commands()
+        later = [v for s, v in zip(steps, vx, strict=True) if s.t_ns > steps[n - 1].t_ns and not s.episode_start]
+        assert later[-1] == pytest.approx(0.4) and any(0.4 + 1e-3 < v < 0.8 - 1e-3 for v in later), later
+    finally:
+        obs.close()
+        rc = node.stop()
+    assert rc == 0, f"encoder_node did not exit cleanly (rc={rc}):\n{node.log()[-3000:]}"
+
+
+@pytest.mark.timeout(120)
+def test_ur5e_encoder_refuses_a_command_ramp(tmp_path):
+    """The UR5e's command is a fixture pose: ramping it would move the hole, so the node does not start."""
+    save_checkpoint(tmp_path / "ckpt", tiny_world_model("ur5e"), version=1)
+    node = NodeProcess("encoder_node", {"checkpoint": str(tmp_path / "ckpt"), "robot": "ur5e", "command_ramp_s": 2.0,
+                                        "default_command": [0.15, -0.5, 0.0]},
+                       "encoder", unique_namespace("encoder_ur5e_ramp"))  # fmt: skip
+    try:
+        rc = node.proc.wait(timeout=90)  # it exits by itself, before spinning
+    finally:
+        node.stop()
+    assert rc != 0 and "velocity command" in node.log(), node.log()[-2000:]
