@@ -109,9 +109,12 @@ def test_in_process_side_is_reused_only_from_the_same_run(tmp_path):
               "tasks": [{"task": "go2/foam", "in_process": local}]}
     path = tmp_path / "earlier.json"
     path.write_text(json.dumps(report))
-    args = argparse.Namespace(in_process_from=path, checkpoint="/ck/go2", episodes=2, seconds=10.0, seed=1000)
+    args = argparse.Namespace(in_process_from=path, checkpoint="/ck/go2", episodes=2, seconds=10.0, seed=1000, set=[])
     reused = parity.reused_in_process(args, "go2/foam")
     assert reused["per_episode"] == local["per_episode"] and reused["reused_from"] == str(path)
+    with pytest.raises(UsageError, match="command_ramp_s"):  # the graph would ramp the command, that run did not
+        parity.reused_in_process(argparse.Namespace(**{**vars(args), "set": ["encoder.command_ramp_s=4.0"]}),
+                                 "go2/foam")
     for key, value in (("episodes", 3), ("seed", 7), ("checkpoint", "/other")):
         with pytest.raises(UsageError, match=key):
             parity.reused_in_process(argparse.Namespace(**{**vars(args), key: value}), "go2/foam")
@@ -132,3 +135,9 @@ def test_in_process_side_plans_with_the_planner_the_graph_deploys():
     assert preset == "cpu" and overrides == {"num_samples": "16", "max_std": "0.3"}
     with pytest.raises(parity.UsageError, match="key=value"):
         parity.deployed_planner("go2", ["planner.planner_overrides=[num_samples]"])
+
+
+def test_in_process_side_ramps_the_command_as_the_graph_encoder_does():
+    """The encoder's ``command_ramp_s`` (off in the shipped YAML) reaches the in-process side; UR5e has none."""
+    assert parity.deployed_command_ramp_s("go2") == 0.0 and parity.deployed_command_ramp_s("ur5e") == 0.0
+    assert parity.deployed_command_ramp_s("go2", ["encoder.command_ramp_s=4.0", "planner.stale_ticks=4"]) == 4.0

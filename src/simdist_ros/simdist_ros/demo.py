@@ -396,7 +396,7 @@ def main(argv: list[str]) -> int:
     from simdist_ros import procmem
     from simdist_ros.graph import load_graph
     from simdist_ros.launcher import GraphProcess
-    from simdist_ros.parity import deployed_planner
+    from simdist_ros.parity import deployed_command_ramp_s, deployed_planner
 
     demo = DEMOS[args.robot]
     out = (args.output_dir or Path("runs") / time.strftime(f"demo-{args.robot}-%Y%m%d-%H%M%S", time.gmtime())).resolve()
@@ -448,6 +448,7 @@ def main(argv: list[str]) -> int:
                "progress_total": prog.total, "unit": demo["unit"], "adaptation": phases, "swaps": prog.swaps,
                "planner": prog.planner, "finetuner": prog.finetuner, "robot_diagnostics": prog.robot,
                "planner_deployed": dict(zip(("preset", "overrides"), deployed_planner(args.robot), strict=True)),
+               "command_ramp_s": deployed_command_ramp_s(args.robot),
                "exit_codes": codes, "machine": {**procmem.machine_info(), "cpu_during_run": cpu},
                "loop": loop_health(prog.robot, prog.planner, args.rtf, governed_floor, cpu)}
     print(_line(prog, demo["unit"]))

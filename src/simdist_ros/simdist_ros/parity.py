@@ -62,23 +62,40 @@ def deployed_planner(robot: str, sets: list[str] | tuple[str, ...] = ()) -> tupl
     Raises:
         UsageError: a ``planner_overrides`` entry that is not ``key=value``.
     """
-    import yaml
     from simdist_core.config import parse_overrides
+
+    values = deployed_parameters(robot, "planner", sets)
+    overrides = parse_overrides(str(pair) for pair in values.get("planner_overrides") or ())
+    return str(values.get("planner_preset", "auto")), overrides
+
+
+def deployed_command_ramp_s(robot: str, sets: list[str] | tuple[str, ...] = ()) -> float:
+    """The encoder node's ``command_ramp_s`` in the graph (robot YAML, then ``--set encoder.command_ramp_s=S``)."""
+    return float(deployed_parameters(robot, "encoder", sets).get("command_ramp_s", 0.0))
+
+
+def deployed_parameters(robot: str, node: str, sets: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
+    """Parameters the graph gives ``node``: its robot's parameter file, then ``--set NODE.NAME=VALUE`` pairs.
+
+    The file's ``/**`` section, then the node's; a parameter neither sets is the node's default (not in the dict).
+    """
+    import yaml
 
     from simdist_ros.graph import load_graph
     from simdist_ros.soak import node_overrides
 
     data = yaml.safe_load(load_graph(robot).params_file_path().read_text()) or {}
     values = {**((data.get("/**") or {}).get("ros__parameters") or {}),
-              **((data.get("planner") or {}).get("ros__parameters") or {})}  # fmt: skip
-    values.update(node_overrides(list(sets), 1.0).get("planner", {}))
-    overrides = parse_overrides(str(pair) for pair in values.get("planner_overrides") or ())
-    return str(values.get("planner_preset", "auto")), overrides
+              **((data.get(node) or {}).get("ros__parameters") or {})}  # fmt: skip
+    values.update(node_overrides(list(sets), 1.0).get(node, {}))
+    return values
 
 
 def in_process(task: str, checkpoint: Path, episodes: int, seconds: float, first_seed: int,
                recorder: Any = None, sets: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:  # noqa: ANN401
-    """``simdist eval`` of the deployed planner config (:func:`deployed_planner`) on seeds ``first_seed ..``.
+    """``simdist eval`` of the deployed planner config and command ramp on seeds ``first_seed ..``.
+
+    :func:`deployed_planner` and :func:`deployed_command_ramp_s`, as the graph's nodes run them.
 
     ``recorder`` (``simdist_core.eval.video.EpisodeRecorder``) records episodes for a video, results unchanged.
     Returns the per-episode results and the planner config used.
@@ -88,13 +105,15 @@ def in_process(task: str, checkpoint: Path, episodes: int, seconds: float, first
 
     model, manifest = load_checkpoint(checkpoint)
     preset, overrides = deployed_planner(model.spec.name, sets)
+    ramp_s = deployed_command_ramp_s(model.spec.name, sets)
     if preset == "auto":  # as the planner node resolves it
         preset = "checkpoint" if isinstance(getattr(manifest, "planner_config", None), dict) else "cpu"
     result = evaluate(model, EvalConfig(task=task, episodes=episodes, seconds=seconds, seed=first_seed,
-                                        preset=preset), manifest=manifest, planner_overrides=overrides,
+                                        preset=preset, command_ramp_s=ramp_s), manifest=manifest,
+                      planner_overrides=overrides,
                       recorder=recorder)  # fmt: skip
     per_episode = [{"seed": first_seed + i, **m} for i, m in enumerate(result["per_episode"])]
-    return {"preset": preset, "planner_overrides": overrides, "sim_s": result["sim_s"],
+    return {"preset": preset, "planner_overrides": overrides, "command_ramp_s": ramp_s, "sim_s": result["sim_s"],
             "wall_s": round(result["wall_s"], 1), "plan_ms_p50": result["plan_ms_p50"],
             "plan_ms_p99": result["plan_ms_p99"], "per_episode": per_episode}  # fmt: skip
 
@@ -275,7 +294,7 @@ def reused_in_process(args: argparse.Namespace, task: str) -> dict[str, Any]:
     """The in-process side of ``task`` from ``--in-process-from``, checked to be the run this one would make.
 
     Raises:
-        UsageError: unreadable report, or another checkpoint, episode count, length, seed or task.
+        UsageError: unreadable report, or another checkpoint, episode count, length, seed, task or command ramp.
     """
     try:
         report = json.loads(args.in_process_from.read_text())
@@ -286,6 +305,10 @@ def reused_in_process(args: argparse.Namespace, task: str) -> dict[str, Any]:
     differ = [f"{k}: {report.get(k)!r} there, {v!r} here" for k, v in mine.items() if report.get(k) != v]
     if task not in rows or "per_episode" not in rows[task].get("in_process", {}):
         differ.append(f"no in-process episodes of {task}")
+    else:
+        ramp_s, there = deployed_command_ramp_s(task.split("/")[0], args.set), rows[task]["in_process"]
+        if float(there.get("command_ramp_s", 0.0)) != ramp_s:  # reports from before the ramp existed had none
+            differ.append(f"command_ramp_s: {there.get('command_ramp_s', 0.0)!r} there, {ramp_s!r} here")
     if differ:
         raise UsageError(f"--in-process-from {str(args.in_process_from)!r} is another run: " + "; ".join(differ))
     print(f"[parity] {task}: in-process side from {args.in_process_from}", flush=True)
