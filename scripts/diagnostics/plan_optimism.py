@@ -42,7 +42,10 @@ walking: does the planner keep a gait it did not have to start? ``--stride 0`` s
 ``--command-ramp-s R`` has the operator ramp the velocity command linearly from 0 to the episode's command over
 R seconds (``Go2Env.set_command`` every step, as a velocity smoother in front of ``cmd_vel`` would), the way the
 expert ramps its own reference velocity from rest. (The episode's first observation, made at reset, still
-carries the full command; the ramp reaches the observations from the second step on.)
+carries the full command; the ramp reaches the observations from the second step on.) This is the exploratory
+ramp of the committed ``plan_ramp_*`` runs, kept as it was so they reproduce; the controller feature that came out
+of it is ``simdist_core.planning.command_ramp`` (``simdist eval --command-ramp-s``, the encoder's
+``command_ramp_s``), which starts the first observation at rest and leaves the simulator's command alone.
 
     python scripts/diagnostics/plan_optimism.py --task go2/ptfe_slope --checkpoint bench_results/go2_v6_low_friction \\
         --episodes 10 --json /tmp/plan_optimism.json
