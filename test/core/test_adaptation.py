@@ -299,6 +299,43 @@ def test_merge_pools_the_episodes_of_all_seeds(tmp_path, capsys):
     assert png.stat().st_size > 1000 and "seeds 0, 1" in capsys.readouterr().out
 
 
+def _as_full_finetune(report, episodes, latent):
+    """The same seed's report had it run ``--methods full_finetune`` instead (same zero-shot)."""
+    from simdist_core.eval.adaptation import point_fields, summarise
+
+    out = json.loads(json.dumps(report))
+    zero = out["results"]["zero_shot"]
+    after = point_fields(_point(episodes, latent), "forward_progress_m")
+    out["results"] = {"zero_shot": zero, "full_finetune": {
+        "minutes": [0.0, 1.0], **{k: [zero[k][0], after[k]] for k in after},
+        "gate": [None, {"passed": True}], "final_checkpoint": "w/full_finetune/final"}}
+    out["summary"], out["final_checkpoints"] = summarise(out["results"]), {"full_finetune": "w/full_finetune/final"}
+    return out
+
+
+def test_merge_joins_methods_of_one_seed_run_in_separate_processes():
+    from simdist_core.eval.adaptation import merge_reports
+
+    eps = [(1.0, 0.0, 60.0), (3.0, 0.0, 60.0)]
+    a = _report(0, eps, 0.4, [(2.0, 0.0, 60.0), (4.0, 0.0, 60.0)], 0.1)
+    b = _report(1, eps, 0.2, [(6.0, 0.0, 60.0), (8.0, 0.0, 60.0)], 0.3)
+    a_full, b_full = (_as_full_finetune(r, [(1.0, 0.0, 60.0), (1.0, 0.0, 60.0)], 0.2) for r in (a, b))
+    merged = merge_reports([a_full, b, a, b_full], ["af.json", "b.json", "a.json", "bf.json"])
+    assert merged["seeds"] == [0, 1] and list(merged["results"]) == ["zero_shot", "dynamics_only", "full_finetune"]
+    assert merged["merged_from"] == ["af.json + a.json", "b.json + bf.json"]
+    assert merged["results"]["dynamics_only"]["metric"] == [2.0, 5.0]
+    assert merged["results"]["full_finetune"]["metric"] == [2.0, 1.0]
+    last = merged["summary"]["dynamics_only"]["by_minute"][-1]
+    assert last["metric_minus_full_finetune"] == pytest.approx(4.0)  # compared paired, as if run in one process
+    # the same method twice for a seed, or a zero-shot that differs (not the same run): refused, naming why
+    with pytest.raises(ValueError, match="seed 0 appears twice"):
+        merge_reports([a, a, b], ["a.json", "a2.json", "b.json"])
+    other = _as_full_finetune(a, [(1.0, 0.0, 60.0)] * 2, 0.2)
+    other["results"]["zero_shot"]["metric"] = [9.0]
+    with pytest.raises(ValueError, match="results.zero_shot"):
+        merge_reports([other, a, b], ["o.json", "a.json", "b.json"])
+
+
 @pytest.mark.parametrize(("change", "message"), [
     ({"seed_b": 0}, "seed 0 appears twice"),
     ({"eval_s": 5.0}, "config.eval_s"),

@@ -590,6 +590,55 @@ def _identity(report: dict[str, Any]) -> dict[str, Any]:
     return _flatten(same, "")
 
 
+def join_seed_reports(reports: list[dict[str, Any]], names: list[str]) -> tuple[list[dict[str, Any]], list[str]]:
+    """Reports of one seed that ran different methods (``--methods`` split over processes), joined into one each.
+
+    Why: on a 2-core machine both world-model methods of three seeds take longer than the seeds of one method
+    run side by side; a method can run later, in its own process, with the same seed. Reports of a seed must be
+    the same run in all but their methods, and their zero-shot measurements identical: the same seed measures
+    the same zero-shot episodes, so a difference means they are not the same run. Names of joined reports
+    become ``"a.json + b.json"``; reports of seeds that appear once pass through unchanged.
+
+    Raises:
+        ValueError: a method that two reports of one seed both ran, or reports of one seed that differ in more
+            than their methods.
+    """
+    groups: dict[Any, list[int]] = {}
+    for i, report in enumerate(reports):
+        groups.setdefault((report.get("config") or {}).get("seed"), []).append(i)
+    out, out_names = [], []
+    for seed, members in groups.items():
+        first = reports[members[0]]
+        if len(members) == 1:
+            out.append(first)
+            out_names.append(names[members[0]])
+            continue
+        results = dict(first.get("results") or {})
+        for j in members[1:]:
+            report, name = reports[j], names[j]
+            twice = sorted((set(report.get("results") or {}) & set(results)) - {"zero_shot"})
+            if twice:
+                raise ValueError(f"seed {seed} appears twice ({names[members[0]]} and {name}, both with {twice}); "
+                                 f"each report must be another seed, or other methods of the same seed")
+            differ = [k for k in (*MERGE_SAME, "heldout_windows") if report.get(k) != first.get(k)]
+            if (report.get("results") or {}).get("zero_shot") != results.get("zero_shot"):
+                differ.append("results.zero_shot")
+            if differ:
+                raise ValueError(f"{names[members[0]]} and {name} are both seed {seed} but differ in {differ}: "
+                                 f"not methods of the same run")
+            results.update(report["results"])
+        order = {m: k for k, m in enumerate(METHOD_CHOICES)}
+        results = dict(sorted(results.items(), key=lambda item: order.get(item[0], len(order))))
+        joined = {**first, "results": results, "summary": summarise(results),
+                  "wall_s": float(sum(reports[j].get("wall_s", 0.0) for j in members)),
+                  "final_checkpoints": {k: v for j in members for k, v in (reports[j].get("final_checkpoints")
+                                                                            or {}).items()},
+                  "joined_from": [names[j] for j in members]}  # fmt: skip
+        out.append(joined)
+        out_names.append(" + ".join(names[j] for j in members))
+    return out, out_names
+
+
 def check_mergeable(reports: list[dict[str, Any]], names: list[str]) -> None:
     """Refuse reports that differ in anything but ``seed``, repeat a seed, or lack per-episode values.
 
@@ -628,6 +677,8 @@ def check_mergeable(reports: list[dict[str, Any]], names: list[str]) -> None:
 def merge_reports(reports: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
     """One report from per-seed reports of the same run (see :func:`check_mergeable`), seeds in ascending order.
 
+    Reports of one seed that ran different methods are joined first (:func:`join_seed_reports`).
+
     Per method and minute mark: ``metric`` is the mean over all episodes of all seeds, ``metric_ci95`` its
     two-level (cluster) bootstrap interval (``stats.cluster_mean_ci``: seeds, then episodes within each),
     ``metric_per_seed`` each seed's mean, ``falls_per_min`` episodes that fell per simulated minute of
@@ -639,8 +690,9 @@ def merge_reports(reports: list[dict[str, Any]], names: list[str]) -> dict[str, 
     keys (from these pooled values) and adds the paired CIs.
 
     Raises:
-        ValueError: see :func:`check_mergeable`.
+        ValueError: see :func:`join_seed_reports` and :func:`check_mergeable`.
     """
+    reports, names = join_seed_reports(reports, names)
     check_mergeable(reports, names)
     order = sorted(range(len(reports)), key=lambda j: reports[j]["config"]["seed"])
     reports, names = [reports[j] for j in order], [names[j] for j in order]
@@ -800,8 +852,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
                              "into --json; on a few cores, run the seeds as separate processes and --merge instead")
     parser.add_argument("--merge", nargs="+", type=Path, metavar="REPORT.json",
                         help="merge finished reports of the same run that differ only in seed (--set seed=S) into "
-                             "--json (pooled means, 95 %% CIs over seeds and episodes, per-seed values); runs nothing "
-                             "and takes only --json and --plot")
+                             "--json (pooled means, 95 %% CIs over seeds and episodes, per-seed values); reports of "
+                             "one seed that ran other --methods are joined first; runs nothing and takes only --json "
+                             "and --plot")
     parser.add_argument("--json", type=Path, required=True, help="write the report here")
     parser.add_argument("--plot", type=Path, help="also draw the curves into this PNG")
     return parser.parse_args(argv)
@@ -854,9 +907,9 @@ def load_merge_inputs(args: argparse.Namespace) -> tuple[list[dict[str, Any]], l
             raise UsageError(f"--merge {str(path)!r} is not a readable JSON report ({exc})") from None
         names.append(str(path))
     if len(reports) < 2:
-        raise UsageError("--merge needs at least 2 reports (one per seed)")
+        raise UsageError("--merge needs at least 2 reports (one per seed, or per method of a seed)")
     try:
-        check_mergeable(reports, names)
+        check_mergeable(*join_seed_reports(reports, names))
     except ValueError as exc:
         raise UsageError(f"--merge: {exc}") from None
     return reports, names
