@@ -93,3 +93,10 @@ def test_without_a_ramp_the_planner_sees_the_task_command_from_the_start():
     env, planner = make_env("go2/flat"), _CommandWatcher()
     run_episode(env, planner, seed=3, max_steps=3)
     assert np.stack(planner.commands) == pytest.approx(np.tile(env.command.astype(np.float32), (3, 1)))
+
+
+def test_eval_cli_refuses_a_ramp_for_a_task_without_a_velocity_command(tmp_path, capsys):
+    from simdist_core.eval.closed_loop import main
+
+    assert main(["--checkpoint", str(tmp_path), "--task", "ur5e/peg", "--command-ramp-s", "2"]) == 2
+    assert "velocity" in capsys.readouterr().err

@@ -230,6 +230,8 @@ def validate(args: argparse.Namespace) -> tuple[EvalConfig, dict[str, str], dict
     Raises:
         UsageError: a bad task, ``--set`` or ``--planner`` key or value, preset, count or checkpoint path.
     """
+    from simdist_core.planning.command_ramp import ramp_for
+    from simdist_core.robots import get_robot
     from simdist_core.sim.base import task_config
 
     check_positive("--threads", args.threads)
@@ -243,8 +245,7 @@ def validate(args: argparse.Namespace) -> tuple[EvalConfig, dict[str, str], dict
                          preset=args.preset, action_delay=args.action_delay,
                          compensate_delay=args.compensate_delay, command_ramp_s=args.command_ramp_s)
         task_config(args.task, env_overrides)  # task id, keys and values, without building the simulator
-        if args.command_ramp_s and not args.task.startswith("go2/"):
-            raise ValueError(f"--command-ramp-s smooths a velocity command: {args.task} has none")
+        ramp_for(get_robot(args.task.split("/")[0]), args.command_ramp_s)  # only a velocity command ramps
     except (KeyError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     if args.preset != "checkpoint":  # a stored planner config is checked once the checkpoint is read
