@@ -34,6 +34,12 @@ def _sensors(rng):
     }
 
 
+def _sensor_publishers(obs, messages):
+    """A SENSOR-QoS publisher per sensor message the driver would send (``sensors_to_messages`` keys)."""
+    return {key: obs.publisher(type(m), topics.CAMERA_IMAGE if key == "camera" else getattr(topics, key.upper()),
+                               qos.SENSOR) for key, m in messages.items()}
+
+
 def _int(store, key):
     return int(diag_values(store, "encoder").get(key, "0"))
 
@@ -50,9 +56,7 @@ def test_encoder_node_publishes_latents_and_drops_bad_input(tmp_path):
         latents = obs.collect(Float32MultiArray, topics.LATENT, qos.LATENT(HZ))
         observations = obs.collect(Float32MultiArray, topics.OBSERVATION, qos.OBSERVATION(HZ))
         diags = obs.collect(DiagnosticArray, topics.DIAGNOSTICS, qos.RELIABLE)
-        pubs = {key: obs.publisher(type(m), topics.CAMERA_IMAGE if key == "camera" else getattr(topics, key.upper()),
-                                   qos.SENSOR)
-                for key, m in sensors_to_messages("go2", _sensors(rng), JOINT_NAMES, 0).items()}  # fmt: skip
+        pubs = _sensor_publishers(obs, sensors_to_messages("go2", _sensors(rng), JOINT_NAMES, 0))
         sent_stamps: set[int] = set()
         bad_stamps: set[int] = set()
         mode = {"kind": "good"}
@@ -178,8 +182,7 @@ def test_ur5e_encoder_follows_the_registered_fixture_pose(tmp_path):
         observations = obs.collect(Float32MultiArray, topics.OBSERVATION, qos.OBSERVATION(HZ))
         diags = obs.collect(DiagnosticArray, topics.DIAGNOSTICS, qos.RELIABLE)
         first = sensors_to_messages("ur5e", sensors, joint_names("ur5e"), 0)
-        pubs = {key: obs.publisher(type(m), topics.CAMERA_IMAGE if key == "camera" else getattr(topics, key.upper()),
-                                   qos.SENSOR) for key, m in first.items()}  # fmt: skip
+        pubs = _sensor_publishers(obs, first)
         fixture_pub = obs.publisher(PoseStamped, topics.FIXTURE_POSE, qos.RELIABLE)
 
         def drive():
@@ -232,9 +235,7 @@ def test_go2_encoder_ramps_the_velocity_command_from_rest_and_to_a_new_cmd_vel(t
     spec = tiny_world_model("go2").spec
     try:
         observations = obs.collect(Float32MultiArray, topics.OBSERVATION, qos.OBSERVATION(HZ))
-        pubs = {key: obs.publisher(type(m), topics.CAMERA_IMAGE if key == "camera" else getattr(topics, key.upper()),
-                                   qos.SENSOR)
-                for key, m in sensors_to_messages("go2", _sensors(rng), JOINT_NAMES, 0).items()}  # fmt: skip
+        pubs = _sensor_publishers(obs, sensors_to_messages("go2", _sensors(rng), JOINT_NAMES, 0))
         cmd_pub = obs.publisher(Twist, topics.TASK_COMMAND, qos.RELIABLE)
         operator = {"vx": 0.8}
 
