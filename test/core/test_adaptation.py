@@ -97,9 +97,13 @@ def test_rl_baselines_and_a_compared_checkpoint_run_on_the_same_budget(tmp_path,
             *[a for p in SMALL_PLANNER for a in ("--planner", p)],
             *[a for m in ("rlpd", "iql") for kv in ("offline_steps=2", "batch_size=16", "hidden=32", "update_every=10",
                                                   "history=2") for a in ("--set", f"{m}.{kv}")],
-            "--set", "rlpd.utd_ratio=2", "--set", "rlpd.num_critics=4"]
+            "--set", "rlpd.utd_ratio=2", "--set", "rlpd.num_critics=4", "--set", "finetune.replay_fraction=0.5"]
     assert main([*argv, "--workdir", str(tmp_path / "w0")]) == 2, "rlpd without --data and no recorded dataset"
     assert "--data" in capsys.readouterr().err
+    replay_only = [a for a in argv if a != "zero_shot,dynamics_only,rlpd,iql"]
+    replay_only[replay_only.index("--methods") + 1:replay_only.index("--methods") + 1] = ["dynamics_only"]
+    assert main([*replay_only, "--workdir", str(tmp_path / "w1")]) == 2, "replay without --data"
+    assert "replay_fraction" in capsys.readouterr().err
     assert main([*argv, "--data", str(data)]) == 0
     report = json.loads(out.read_text())
     results = report["results"]
@@ -114,6 +118,8 @@ def test_rl_baselines_and_a_compared_checkpoint_run_on_the_same_budget(tmp_path,
     assert results["dynamics_only@other"]["latent_error"][0] == results["zero_shot@other"]["latent_error"][0]
     assert results["zero_shot@other"]["latent_error"][0] != results["zero_shot"]["latent_error"][0]
     assert report["rl_dataset"] == str(data) and report["compare"] == {"other": str(other)}
+    # the world-model methods finetuned on batches half replayed from the same (simulation) dataset
+    assert report["replay_dataset"] == str(data) and report["config"]["finetune"]["replay_fraction"] == 0.5
 
 
 def test_point_records_true_reward_per_control_step():

@@ -108,6 +108,59 @@ def test_recent_split_holds_out_the_newest_episodes(shifted):
     assert train_spec.name == "go2"
 
 
+@pytest.fixture(scope="module")
+def flat_data(shifted, tmp_path_factory):
+    """Nominal (flat-ground) data of the same tiny model: what a replay of the simulation data draws from."""
+    root = tmp_path_factory.mktemp("flat")
+    return collect(root / "replay", "go2/flat", model=shifted[0], episodes=4, seed=200), \
+        collect(root / "held", "go2/flat", model=shifted[0], episodes=3, seed=700)
+
+
+def test_replay_puts_simulation_windows_into_every_training_batch(shifted, flat_data, monkeypatch):
+    from simdist_core.training import adapt
+
+    model, train, _ = shifted
+    replay, _ = flat_data
+    cfg = _config(steps=3, replay_fraction=0.25)
+    assert cfg.split_batch() == (12, 4) and _config().split_batch() == (16, 0)
+    seen = []
+    update = adapt.DynamicsFinetuner.update
+    monkeypatch.setattr(adapt.DynamicsFinetuner, "update", lambda self, b: seen.append(b) or update(self, b))
+    new, report = finetune_dynamics(model, train, cfg, replay=replay)
+    assert report.replay_per_batch == 4 and report.to_json()["replay_per_batch"] == 4
+    # The last 4 windows of each batch are the replay sampler's draws (its own seed), the first 12 the robot's.
+    expected = WindowSampler(replay, model.spec, batch_size=4, seed=cfg.seed + 2)
+    for batch in seen:
+        assert batch["actions"].shape[0] == 16
+        torch.testing.assert_close(batch["actions"][12:], expected.sample()["actions"])
+    assert not any(torch.equal(b["actions"][:12], b["actions"][4:]) for b in seen)
+    changed = {k.split(".")[0] for k, v in model.state_dict().items() if not torch.equal(v, new.state_dict()[k])}
+    assert changed == {"dynamics"}, "replay changes what the batches hold, not which parts train"
+
+
+def test_replay_keeps_the_simulation_dynamics_that_robot_data_alone_overwrites(shifted, flat_data):
+    model, train, held = shifted
+    replay, flat_held = flat_data
+    weights, on_flat, on_shifted = finetune_loss_weights(), _holdout(flat_held, model.spec), _holdout(held, model.spec)
+    plain, _ = finetune_dynamics(model, train, _config(steps=150))
+    mixed, _ = finetune_dynamics(model, train, _config(steps=150, replay_fraction=0.5), replay=replay)
+    flat_err = {name: evaluate_loss(m, on_flat, weights)["consistency"] for name, m in
+                (("before", model), ("plain", plain), ("mixed", mixed))}
+    shifted_err = {name: evaluate_loss(m, on_shifted, weights)["consistency"] for name, m in
+                   (("before", model), ("plain", plain), ("mixed", mixed))}
+    assert flat_err["mixed"] < flat_err["plain"], flat_err
+    assert shifted_err["mixed"] < shifted_err["before"], shifted_err  # and it still learns the new floor
+
+
+def test_replay_needs_data_and_a_fraction_below_one(shifted):
+    model, train, _ = shifted
+    with pytest.raises(ValueError, match="replay data"):
+        finetune_dynamics(model, train, _config(steps=1, replay_fraction=0.5))
+    for bad in (1.0, -0.1, float("nan")):
+        with pytest.raises(ValueError, match="replay_fraction"):
+            _config(replay_fraction=bad)
+
+
 def test_config_rejects_unknown_parts():
     with pytest.raises(ValueError, match="parts"):
         FinetuneConfig(parts=("wheels",))

@@ -174,6 +174,7 @@ class Benchmark:
         planner_overrides: dict[str, str] | None = None,
         offline_data: Path | None = None,
         parents: dict[str, Path] | None = None,
+        replay_data: Path | None = None,
     ) -> None:
         from simdist_core.sim.base import make_env
 
@@ -184,6 +185,10 @@ class Benchmark:
         """Results key -> the final model of each world-model method (what ``<workdir>/<key>/final`` holds)."""
         self.offline_data = offline_data
         """Pretraining dataset of the RL baselines (needed only when one runs)."""
+        self.replay = Dataset(replay_data) if replay_data is not None else None
+        """Simulation data replayed into the world-model methods' finetuning batches (``finetune.replay_fraction``)."""
+        if cfg.finetune.replay_fraction and self.replay is None:
+            raise ValueError(f"finetune.replay_fraction={cfg.finetune.replay_fraction} needs replay_data")
         self.pretrained, self.cfg, self.workdir = pretrained.eval(), cfg, workdir
         self.env_overrides, self.planner_overrides = dict(env_overrides or {}), dict(planner_overrides or {})
         self.env = make_env(cfg.task, self.env_overrides)
@@ -253,7 +258,7 @@ class Benchmark:
             steps = int(round((minutes - before) * 60 * self.control_hz))
             episodes += self._collect(model, shard, steps, cfg.seed + 10_000 * (1 + len(out["minutes"])), episodes)
             t1 = time.perf_counter()
-            new, report = finetune_dynamics(model, Dataset(shard.parent), ft_cfg)
+            new, report = finetune_dynamics(model, Dataset(shard.parent), ft_cfg, replay=self.replay)
             if report.gate.passed:
                 model = new
                 accepted = {"minutes": minutes, "rounds": accepted["rounds"] + 1}
@@ -833,7 +838,8 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--methods", default="dynamics_only,full_finetune",
                         help=f"comma list of: {', '.join(METHOD_CHOICES)} (zero_shot is always measured)")
     parser.add_argument("--data", type=Path,
-                        help="pretraining dataset of the RL baselines (default: the checkpoint's provenance)")
+                        help="pretraining dataset of the RL baselines, and the simulation data replayed into "
+                             "finetuning with --set finetune.replay_fraction=F (default: the checkpoint's provenance)")
     parser.add_argument("--compare", action="append", default=[], metavar="LABEL=PATH",
                         help="also run the world-model methods from this checkpoint, reported as METHOD@LABEL "
                              "(e.g. expert_only=checkpoints/go2_expert_only)")
@@ -941,7 +947,7 @@ def validate(args: argparse.Namespace) -> tuple[AdaptationConfig, tuple[str, ...
     checkpoint_dir("--checkpoint", checkpoint)
     for label, path in compare_checkpoints(args.compare).items():
         checkpoint_dir(f"--compare {label}", path)
-    if any(m in RL_METHODS for m in methods):
+    if any(m in RL_METHODS for m in methods) or cfg.finetune.replay_fraction:
         args.data = check_dataset("--data", rl_dataset(args.data, checkpoint), cfg.task.split("/")[0])
     workdir = args.workdir or args.json.with_name(args.json.stem + "_work")
     if workdir.exists() and any(workdir.iterdir()):
@@ -976,8 +982,9 @@ def rl_dataset(data: Path | None, checkpoint: Path) -> Path:
     recorded = json.loads(manifest.read_text()).get("extra", {}).get("provenance", {}).get("dataset") \
         if manifest.is_file() else None
     if not recorded or not Path(recorded).is_dir():
-        raise UsageError(f"rlpd/iql need the pretraining dataset: pass --data (the checkpoint records "
-                         f"{recorded!r}, which is not here; `simdist generate` with its dataset_info rebuilds it)")
+        raise UsageError(f"rlpd/iql and finetune.replay_fraction need the pretraining dataset: pass --data (the "
+                         f"checkpoint records {recorded!r}, which is not here; `simdist generate` with its "
+                         "dataset_info rebuilds it)")
     return Path(recorded)
 
 
@@ -1021,12 +1028,15 @@ def _run(args: argparse.Namespace, cfg: AdaptationConfig, methods: tuple[str, ..
     compare_paths = compare_checkpoints(args.compare)
     bench = Benchmark(model, cfg, workdir, parse_overrides(args.env_set), parse_overrides(args.planner_set),
                       offline_data=args.data if any(m in RL_METHODS for m in methods) else None,
-                      parents={"": checkpoint, **compare_paths})  # fmt: skip
+                      parents={"": checkpoint, **compare_paths},
+                      replay_data=args.data if cfg.finetune.replay_fraction else None)  # fmt: skip
     report = bench.run(methods, compare)
     report["checkpoint"] = str(checkpoint)
     report["compare"] = {label: str(path) for label, path in compare_paths.items()}
     if bench.offline_data is not None:
         report["rl_dataset"] = str(bench.offline_data)
+    if cfg.finetune.replay_fraction:
+        report["replay_dataset"] = str(args.data)
     return report
 
 

@@ -46,6 +46,12 @@ class FinetuneConfig:
     """Train only on windows starting in the newest this-many steps (0 = all training data)."""
     min_improvement: float = 0.0
     """Gate passes only if new_loss < old_loss * (1 - min_improvement)."""
+    replay_fraction: float = 0.0
+    """Share of each training batch drawn from simulation data (the pretraining dataset, ``replay``) instead of
+    the robot's own experience; 0 (default) is the method as published. Why one would: the robot's experience
+    holds only the actions its planner chose, but the planner ranks many other action sequences every tick, and
+    dynamics fitted to the chosen ones alone can forget what the simulation taught about the rest. The gate
+    still scores the robot's own held-out windows only."""
     seed: int = 0
     """Seed of window sampling."""
 
@@ -63,6 +69,18 @@ class FinetuneConfig:
                              f"{self.recent_steps=}")  # fmt: skip
         if not 0.0 <= self.min_improvement < 1.0:
             raise ValueError(f"min_improvement must be in [0, 1), got {self.min_improvement=}")
+        if not 0.0 <= self.replay_fraction < 1.0:  # also refuses NaN
+            raise ValueError(f"replay_fraction must be in [0, 1), got {self.replay_fraction=}")
+
+    def split_batch(self) -> tuple[int, int]:
+        """(windows of the robot's experience, windows of replayed simulation data) in each training batch.
+
+        At least one of each when ``replay_fraction`` > 0 (a batch of the robot's data alone otherwise).
+        """
+        if not self.replay_fraction:
+            return self.batch_size, 0
+        replay = min(self.batch_size - 1, max(1, round(self.batch_size * self.replay_fraction)))
+        return self.batch_size - replay, replay
 
     @property
     def trainable_parts(self) -> tuple[str, ...] | None:
@@ -99,6 +117,8 @@ class FinetuneReport:
     n_holdout_windows: int
     wall_s: float
     history: list[dict[str, float]] = field(default_factory=list)
+    replay_per_batch: int = 0
+    """Windows of each training batch that came from the replayed simulation data."""
 
     def to_json(self) -> dict:
         """JSON-ready summary (no history)."""
@@ -106,7 +126,7 @@ class FinetuneReport:
             "steps": self.steps, "parts": list(self.parts), "train_loss_first": self.train_loss_first,
             "train_loss_last": self.train_loss_last, "gate": self.gate.__dict__,
             "n_train_windows": self.n_train_windows, "n_holdout_windows": self.n_holdout_windows,
-            "wall_s": self.wall_s,
+            "wall_s": self.wall_s, "replay_per_batch": self.replay_per_batch,
         }  # fmt: skip
 
 
@@ -307,6 +327,7 @@ def finetune_dynamics(
     holdout: list[Batch] | None = None,
     progress: bool = False,
     after_update: Callable[[], None] | None = None,
+    replay: Dataset | None = None,
 ) -> tuple[torch.nn.Module, FinetuneReport]:
     """Finetune a copy of ``model`` (named parts only) on ``data`` and gate it on recent held-out windows.
 
@@ -318,16 +339,26 @@ def finetune_dynamics(
         progress: show a tqdm bar.
         after_update: called after every optimizer update and every held-out batch the gate scores (e.g. a
             :class:`DutyCycle` that leaves CPU time to a control loop on the same machine).
+        replay: simulation data (the pretraining dataset) that ``cfg.replay_fraction`` of every training batch is
+            drawn from; required when that fraction is above 0, ignored at 0.
 
     Returns:
         (new model, report); ``report.gate.passed`` says whether the new model should be used.
+
+    Raises:
+        ValueError: ``cfg.replay_fraction`` > 0 without ``replay`` data, or too little data to split.
     """
     cfg = cfg or FinetuneConfig()
     start = time.perf_counter()
+    n_live, n_replay = cfg.split_batch()
+    if n_replay and replay is None:
+        raise ValueError(f"replay_fraction={cfg.replay_fraction} needs replay data (the pretraining dataset)")
     sampler = data if isinstance(data, WindowSampler) else WindowSampler(data, model.spec, batch_size=cfg.batch_size,
                                                                          seed=cfg.seed)  # fmt: skip
-    sampler = WindowSampler(sampler.dataset, sampler.spec, sampler.horizon, cfg.batch_size, cfg.seed, sampler.device,
+    sampler = WindowSampler(sampler.dataset, sampler.spec, sampler.horizon, n_live, cfg.seed, sampler.device,
                             starts=sampler.starts)  # fmt: skip
+    replayed = (WindowSampler(replay, sampler.spec, sampler.horizon, n_replay, cfg.seed + 2, sampler.device)
+                if n_replay else None)  # fmt: skip
     if holdout is None:
         train, hold = recent_split(sampler, cfg.holdout_fraction)
         holdout = fixed_batches(hold, cfg.holdout_windows, cfg.batch_size, cfg.seed)
@@ -345,7 +376,8 @@ def finetune_dynamics(
 
         steps = tqdm(steps, desc="finetune", unit="step")
     for _ in steps:
-        history.append(trainer.update(train.sample()))
+        batch = train.sample() if replayed is None else concat_batches(train.sample(), replayed.sample())
+        history.append(trainer.update(batch))
         if after_update is not None:
             after_update()
     for p in new.parameters():  # leave the returned model in a plain inference state
@@ -356,6 +388,14 @@ def finetune_dynamics(
     report = FinetuneReport(
         steps=cfg.steps, parts=cfg.parts, train_loss_first=history[0]["loss"], train_loss_last=history[-1]["loss"],
         gate=gate, n_train_windows=int(train.starts.size), n_holdout_windows=n_hold,
-        wall_s=time.perf_counter() - start, history=history,
+        wall_s=time.perf_counter() - start, history=history, replay_per_batch=n_replay,
     )  # fmt: skip
     return new, report
+
+
+def concat_batches(first: Batch, second: Batch) -> dict:
+    """One batch of ``first``'s windows then ``second``'s (same layout; nested dicts joined key by key)."""
+    if first.keys() != second.keys():
+        raise ValueError(f"batches differ in keys: {sorted(first)} vs {sorted(second)}")
+    return {key: concat_batches(value, second[key]) if isinstance(value, dict) else torch.cat([value, second[key]])
+            for key, value in first.items()}  # fmt: skip
