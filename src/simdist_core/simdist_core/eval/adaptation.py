@@ -571,7 +571,8 @@ def minute_summary(res: dict[str, Any], zero: dict[str, Any],
     return rows
 
 
-MERGE_SAME = ("task", "metric", "config", "planner", "env_overrides", "checkpoint", "compare", "rl_dataset")
+MERGE_SAME = ("task", "metric", "config", "planner", "env_overrides", "checkpoint", "compare", "rl_dataset",
+              "replay_dataset")
 """Report keys that reports merged by ``--merge`` must share (``config`` except its ``seed``)."""
 PER_SEED_MEAN = ("latent_error", "probe_error", "reward_error", "reward_per_step", "falls")
 """Per-point values a merged report gives as the mean over seeds (each seed's in ``<key>_per_seed``)."""
