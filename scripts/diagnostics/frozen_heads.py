@@ -40,9 +40,9 @@ HEADS = LossWeights(consistency=1.0, reward=1.0, reward_encoded=1.0, value=0.0, 
 
 
 @torch.inference_mode()
-def encoded_reward(model: torch.nn.Module, batches: list) -> tuple[np.ndarray, np.ndarray]:
-    """(head's reward on the encoder's latents, simulator's reward), task units, over the valid steps of ``batches``."""
-    pred, true = [], []
+def encoded_heads(model: torch.nn.Module, batches: list) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """``reward`` and ``value``: (head on the encoder's latents, label), task units, over the valid steps."""
+    out: dict[str, tuple[list, list]] = {"reward": ([], []), "value": ([], [])}
     for batch in batches:
         obs, actions, valid = batch["obs"], batch["actions"], batch["valid"].bool()
         b, h = actions.shape[:2]
@@ -50,9 +50,64 @@ def encoded_reward(model: torch.nn.Module, batches: list) -> tuple[np.ndarray, n
         later = {k: v[:, 1 : h + 1].reshape(b * h, *v.shape[2:]) for k, v in obs.items()}
         latent = model.encode(first)
         zs = model.encode(later).z.reshape(b, h, -1)
-        pred.append(model.reward(latent, zs, actions)[valid].numpy())
-        true.append(batch["rewards"][valid].numpy())
-    return np.concatenate(pred), np.concatenate(true)
+        for name, pred, label in (("reward", model.reward(latent, zs, actions), batch["rewards"]),
+                                  ("value", model.value(latent, zs), batch["values"])):
+            out[name][0].append(pred[valid].numpy())
+            out[name][1].append(label[valid].numpy())
+    return {name: (np.concatenate(p), np.concatenate(t)) for name, (p, t) in out.items()}
+
+
+def agreement(pred: np.ndarray, label: np.ndarray) -> dict[str, float]:
+    """Correlation and mean absolute error (task units) of a head's predictions against their labels."""
+    return {"r": float(np.corrcoef(pred, label)[0, 1]), "mae": float(np.abs(pred - label).mean()),
+            "label_mean": float(label.mean()), "label_std": float(label.std()), "n": int(label.size)}
+
+
+@torch.inference_mode()
+def expert_value_pairs(model: torch.nn.Module, planner: object, task: str, *, episodes: int, seed: int,
+                       seconds: float, ramp_s: float, start_s: float, stride: int, branch_steps: int,
+                       gamma: float) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """(frozen value head on the encoder's latent, the expert's discounted return from there), planner-visited states.
+
+    The planner drives ``episodes`` episodes of ``task`` (command ramp ``ramp_s``); every ``stride`` steps from
+    ``start_s`` on, the simulator is copied, its command set to the one the model saw (the ramped one), and the clean
+    expert runs from that state for up to ``branch_steps`` steps: the return it earns is what the value head was
+    trained to predict (the expert's value of the state under that command, ``simdist_core.data.value_labels``),
+    measured instead of fitted.
+    """
+    import copy
+
+    from simdist_core.data.history import ObservationHistory
+    from simdist_core.eval.rollout import run_episode
+    from simdist_core.experts import make_policy
+    from simdist_core.sim.base import make_env
+
+    env = make_env(task, {"episode_length_s": str(seconds + branch_steps / 50 + 1)})
+    history = ObservationHistory(env.spec)
+    preds, labels = [], []
+    rng = np.random.default_rng(seed)
+
+    def on_step(_obs: dict, action: np.ndarray, result: object) -> None:
+        history.record_action(action)
+        history.push(result.obs)
+        if result.terminated or env.time_s < start_s or round(env.time_s * 50) % stride:
+            return
+        latent = model.encode(history.model_input())
+        preds.append(float(model.value(latent, latent.z[:, None])[0, 0]))
+        clone = copy.deepcopy(env)
+        clone.set_command(result.obs["command"])
+        expert, ret = make_policy(clone, 1.0, rng), 0.0
+        for k in range(branch_steps):
+            step = clone.step(expert.act(clone))
+            ret += gamma**k * step.reward
+            if step.terminated:
+                break
+        labels.append(ret)
+
+    for i in range(episodes):
+        run_episode(env, planner, seed=seed + i, max_steps=int(seconds * 50), command_ramp_s=ramp_s,
+                    on_reset=history.reset, on_step=on_step)
+    return np.array(preds), np.array(labels)
 
 
 def main() -> None:
@@ -63,6 +118,12 @@ def main() -> None:
     parser.add_argument("--data", action="append", required=True, metavar="NAME=DIR",
                         help="dataset with true rewards (repeatable)")
     parser.add_argument("--windows", type=int, default=512, help="fixed windows scored per dataset")
+    parser.add_argument("--expert-values", type=int, default=0, metavar="EPISODES",
+                        help="also drive EPISODES episodes of --task with each model's deployed planner (prior_weight "
+                             "100, 4-s command ramp) and score its value head against the clean expert's measured "
+                             "return from the states visited")  # fmt: skip
+    parser.add_argument("--task", default="go2/ptfe_slope", help="task of --expert-values")
+    parser.add_argument("--seed", type=int, default=9000, help="first episode seed of --expert-values")
     parser.add_argument("--json", type=Path, help="write the report here")
     args = parser.parse_args()
     torch.set_num_threads(1)
@@ -81,16 +142,38 @@ def main() -> None:
         rows = {}
         for label, model in models.items():
             terms = evaluate_loss(model, batches, HEADS)
-            pred, true = encoded_reward(model, batches)
+            heads = encoded_heads(model, batches)
+            pred, true = heads["reward"]
             rows[label] = {"reward_predicted": terms["reward"], "reward_encoded": terms["reward_encoded"],
                            "reward_encoded_r": float(np.corrcoef(pred, true)[0, 1]),
                            "reward_encoded_mae": float(np.abs(pred - true).mean()),
                            "latent_error": terms["consistency"], "true_reward_mean": float(true.mean()),
                            "steps": int(true.size)}
+            if np.any(heads["value"][1]):  # a dataset from `simdist generate` has expert value labels
+                v = rows[label]["value_encoded"] = agreement(*heads["value"])
+                print(f"{name:<10} value head on the encoder's latents vs the expert value labels: r {v['r']:.3f}, "
+                      f"mae {v['mae']:.2f} (labels {v['label_mean']:.1f} +- {v['label_std']:.1f})")
             r = rows[label]
             print(f"{name:<10} {label[-60:]:<60} {r['reward_predicted']:>11.4f} {r['reward_encoded']:>11.4f} "
                   f"{r['reward_encoded_r']:>6.3f} {r['reward_encoded_mae']:>8.3f} {r['latent_error']:>9.5f}")
         report["datasets"][name] = {"path": root, "models": rows}
+    if args.expert_values:
+        from simdist_core.eval.closed_loop import make_planner
+
+        report["expert_values"] = {}
+        for label, model in models.items():
+            planner = make_planner(model, None, "cpu", {"prior_weight": "100"}, args.seed)
+            pred, true = expert_value_pairs(model, planner, args.task, episodes=args.expert_values, seed=args.seed,
+                                            seconds=10.0, ramp_s=4.0, start_s=0.5, stride=10, branch_steps=500,
+                                            gamma=0.99)  # fmt: skip
+            if pred.size < 3:
+                print(f"{label}: fewer than 3 states visited; no value comparison")
+                continue
+            report["expert_values"][label] = agreement(pred, true)
+            v = report["expert_values"][label]
+            print(f"value head vs the expert's return from states {label}'s planner visits on {args.task}: "
+                  f"r {v['r']:.3f}, mae {v['mae']:.2f} (returns {v['label_mean']:.1f} +- {v['label_std']:.1f}, "
+                  f"{v['n']} states)")
     if args.json:
         args.json.write_text(json.dumps(report, indent=1) + "\n")
 
