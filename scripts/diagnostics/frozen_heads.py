@@ -60,7 +60,8 @@ def encoded_heads(model: torch.nn.Module, batches: list) -> dict[str, tuple[np.n
 def agreement(pred: np.ndarray, label: np.ndarray) -> dict[str, float]:
     """Correlation and mean absolute error (task units) of a head's predictions against their labels."""
     return {"r": float(np.corrcoef(pred, label)[0, 1]), "mae": float(np.abs(pred - label).mean()),
-            "label_mean": float(label.mean()), "label_std": float(label.std()), "n": int(label.size)}
+            "pred_mean": float(pred.mean()), "label_mean": float(label.mean()), "label_std": float(label.std()),
+            "n": int(label.size)}
 
 
 @torch.inference_mode()
@@ -172,7 +173,8 @@ def main() -> None:
             report["expert_values"][label] = agreement(pred, true)
             v = report["expert_values"][label]
             print(f"value head vs the expert's return from states {label}'s planner visits on {args.task}: "
-                  f"r {v['r']:.3f}, mae {v['mae']:.2f} (returns {v['label_mean']:.1f} +- {v['label_std']:.1f}, "
+                  f"r {v['r']:.3f}, mae {v['mae']:.2f}, predicted {v['pred_mean']:.1f} (returns {v['label_mean']:.1f} "
+                  f"+- {v['label_std']:.1f}, "
                   f"{v['n']} states)")
     if args.json:
         args.json.write_text(json.dumps(report, indent=1) + "\n")
