@@ -52,7 +52,7 @@ for setting in ("on", "off"):
 dd = [[off - on for off, on in zip(d_off, d_on, strict=True)] for d_off, d_on in zip(diffs["off"], diffs["on"],
                                                                                          strict=True)]
 out["off_minus_on"] = ci(dd)
-on_low, on_high = out["adapted_minus_pretrained"]["value_on"]["ci95"]
+on_high = out["adapted_minus_pretrained"]["value_on"]["ci95"][1]
 off_high = out["adapted_minus_pretrained"]["value_off"]["ci95"][1]
 supported = off_high >= 0 and on_high < 0 and out["off_minus_on"]["ci95"][0] > 0
 out["verdict"] = "supported: the frozen value head is what makes adaptation hurt" if supported else "not supported"

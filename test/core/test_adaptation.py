@@ -13,6 +13,19 @@ pytestmark = pytest.mark.timeout(900)
 SMALL_PLANNER = ["horizon=8", "num_samples=8", "num_pi_samples=4", "iterations=1", "num_elites=4"]
 
 
+def test_seeds_draw_their_episodes_from_disjoint_ranges():
+    from simdist_core.eval.adaptation import EPISODES_PER_STREAM, EVAL_STREAM, HELDOUT_STREAM, MAX_SEEDS, episode_seed
+
+    streams = (EVAL_STREAM, HELDOUT_STREAM, *range(1, 12))  # evaluation, held-out set, collection rounds
+    ranges = [range(episode_seed(st, seed), episode_seed(st, seed) + EPISODES_PER_STREAM)
+              for st in streams for seed in (0, 1, 2, MAX_SEEDS - 1)]
+    starts = sorted(r.start for r in ranges)
+    assert all(b - a >= EPISODES_PER_STREAM for a, b in zip(starts[:-1], starts[1:], strict=True)), "overlap"
+    assert max(r.stop for r in ranges) < 2**31, "environment seeds stay plain 32-bit ints"
+    with pytest.raises(ValueError, match="seed"):
+        AdaptationConfig(seed=MAX_SEEDS)
+
+
 def test_config_validates_minutes():
     with pytest.raises(ValueError, match="minutes"):
         AdaptationConfig(minutes=(1.0, 2.0))
@@ -346,6 +359,7 @@ def test_merge_joins_methods_of_one_seed_run_in_separate_processes():
     ({"seed_b": 0}, "seed 0 appears twice"),
     ({"eval_s": 5.0}, "config.eval_s"),
     ({"checkpoint": "other"}, "checkpoint: "),
+    ({"seed_scheme": 2}, "seed_scheme: "),
     ({"drop_episodes": True}, "no per-episode values"),
     ({"extra_args": ["--minutes", "0,1"]}, "drop --minutes"),
     ({"one": True}, "at least 2 reports"),
@@ -357,6 +371,8 @@ def test_merge_refuses_reports_that_differ_in_more_than_seed(tmp_path, capsys, c
                                                                   else {}))
     if "checkpoint" in change:
         b["checkpoint"] = change["checkpoint"]
+    if "seed_scheme" in change:  # a report whose episodes were numbered another way
+        b["seed_scheme"] = change["seed_scheme"]
     if "drop_episodes" in change:  # a report written before per-episode values were recorded
         for res in b["results"].values():
             del res["episode_metric"]

@@ -147,7 +147,8 @@ class AdaptationConfig:
     """The IQL baseline (Kostrikov et al. 2021)."""
     seed: int = 0
     """Seed of everything (collection, held-out set, evaluation, finetuning); several seeds: run one process per
-    seed and ``--merge`` their reports, or ``--seeds``."""
+    seed and ``--merge`` their reports, or ``--seeds``. Each seed draws its episodes' start conditions from its own
+    range (:func:`episode_seed`), so two seeds share none."""
 
     def __post_init__(self) -> None:
         if not self.minutes or self.minutes[0] != 0 or list(self.minutes) != sorted(set(self.minutes)):
@@ -160,6 +161,30 @@ class AdaptationConfig:
                              f"{self.heldout_episodes=}")  # fmt: skip
         if not self.command_ramp_s >= 0:  # also catches NaN
             raise ValueError(f"command_ramp_s must be >= 0, got {self.command_ramp_s=}")
+        if not 0 <= self.seed < MAX_SEEDS:
+            raise ValueError(f"seed must be in [0, {MAX_SEEDS}), got {self.seed=}")
+
+
+SEED_SCHEME = 2
+"""How a run numbers its episodes' environment seeds (recorded in every report; ``--merge`` refuses to mix schemes).
+1 (reports without the key, before 2026-12-03): ``seed + 50000 + i`` for evaluation, ``seed + 90000 + i`` for the
+held-out set, ``seed + 10000 * (k + 1) + i`` for collection round k, so seeds 0, 1 and 2 shared 8 of 10 evaluation
+start conditions. 2: :func:`episode_seed`, disjoint between seeds."""
+MAX_SEEDS = 100
+"""Benchmark seeds 0 .. MAX_SEEDS - 1 have disjoint episode ranges."""
+EPISODES_PER_STREAM = 10_000
+"""Episodes one seed can draw from one stream (evaluation, held-out set, one collection round)."""
+EVAL_STREAM, HELDOUT_STREAM = 50, 90
+"""Streams of the evaluation and held-out episodes; collection round k (1, 2, ...) is stream k + 1."""
+
+
+def episode_seed(stream: int, seed: int) -> int:
+    """Environment seed of episode 0 of ``stream`` for benchmark ``seed``; episode i is this + i.
+
+    Disjoint for every (stream, seed) pair with fewer than ``EPISODES_PER_STREAM`` episodes: seeds 0, 1, 2 of a
+    benchmark evaluate, hold out and collect on different start conditions, so they are independent repetitions.
+    """
+    return stream * MAX_SEEDS * EPISODES_PER_STREAM + seed * EPISODES_PER_STREAM
 
 
 class Benchmark:
@@ -195,7 +220,7 @@ class Benchmark:
         self.control_hz = self.env.spec.control_hz
         ramp_for(self.env.spec, cfg.command_ramp_s)  # a ramp this robot cannot have fails here, not an hour in
         self.eval_cfg = EvalConfig(task=cfg.task, episodes=cfg.eval_episodes, seconds=cfg.eval_s,
-                                   seed=cfg.seed + 50_000, preset=cfg.preset,
+                                   seed=episode_seed(EVAL_STREAM, cfg.seed), preset=cfg.preset,
                                    command_ramp_s=cfg.command_ramp_s)  # fmt: skip
         self.holdout: list[Batch] = []
         self.log: list[dict[str, Any]] = []
@@ -223,7 +248,7 @@ class Benchmark:
         """Collect the fixed held-out set with the pretrained planner (seeds disjoint from everything else)."""
         shard = self.workdir / "heldout" / "shard-0"
         steps = int(round(self.cfg.heldout_episodes * self.cfg.episode_s * self.control_hz))
-        self._collect(self.pretrained, shard, steps, self.cfg.seed + 90_000, 0, eval_labels=True)
+        self._collect(self.pretrained, shard, steps, episode_seed(HELDOUT_STREAM, self.cfg.seed), 0, eval_labels=True)
         sampler = WindowSampler(Dataset(shard.parent), self.pretrained.spec, batch_size=64, seed=self.cfg.seed)
         self.holdout = fixed_batches(sampler, self.cfg.heldout_windows, 64, self.cfg.seed)
 
@@ -256,7 +281,7 @@ class Benchmark:
         for before, minutes in zip(cfg.minutes[:-1], cfg.minutes[1:], strict=True):
             t0 = time.perf_counter()
             steps = int(round((minutes - before) * 60 * self.control_hz))
-            episodes += self._collect(model, shard, steps, cfg.seed + 10_000 * (1 + len(out["minutes"])), episodes)
+            episodes += self._collect(model, shard, steps, episode_seed(1 + len(out["minutes"]), cfg.seed), episodes)
             t1 = time.perf_counter()
             new, report = finetune_dynamics(model, Dataset(shard.parent), ft_cfg, replay=self.replay)
             if report.gate.passed:
@@ -346,8 +371,8 @@ class Benchmark:
             t0 = time.perf_counter()
             steps = int(round((minutes - before) * 60 * self.control_hz))
             # same collection seeds as the world-model methods at this mark
-            episodes += baseline.collect(self.env, steps, episode_steps, cfg.seed + 10_000 * (1 + len(out["minutes"])),
-                                         command_ramp_s=cfg.command_ramp_s)
+            first_seed = episode_seed(1 + len(out["minutes"]), cfg.seed)
+            episodes += baseline.collect(self.env, steps, episode_steps, first_seed, command_ramp_s=cfg.command_ramp_s)
             t1 = time.perf_counter()
             point = self.measure_agent(baseline)
             log.info("%s @ %.2f min: %s=%.3f (%d online transitions)", method, minutes, metric, point[metric],
@@ -386,7 +411,8 @@ class Benchmark:
             for method in (m for m in methods if m in METHODS):
                 results[f"{method}@{label}"] = self.run_method(method, other_zero, other, f"{method}@{label}")
         return {"task": self.cfg.task, "metric": metric, "results": results, "summary": summarise(results),
-                "config": to_dict(self.cfg), "planner": to_dict(self._planner(self.pretrained).cfg),
+                "config": to_dict(self.cfg), "seed_scheme": SEED_SCHEME,
+                "planner": to_dict(self._planner(self.pretrained).cfg),
                 "env_overrides": self.env_overrides, "heldout_windows": sum(int(b["actions"].shape[0])
                                                                             for b in self.holdout),
                 "wall_s": time.perf_counter() - start, "torch_threads": torch.get_num_threads(),
@@ -571,8 +597,8 @@ def minute_summary(res: dict[str, Any], zero: dict[str, Any],
     return rows
 
 
-MERGE_SAME = ("task", "metric", "config", "planner", "env_overrides", "checkpoint", "compare", "rl_dataset",
-              "replay_dataset")
+MERGE_SAME = ("task", "metric", "config", "seed_scheme", "planner", "env_overrides", "checkpoint", "compare",
+              "rl_dataset", "replay_dataset")
 """Report keys that reports merged by ``--merge`` must share (``config`` except its ``seed``)."""
 PER_SEED_MEAN = ("latent_error", "probe_error", "reward_error", "reward_per_step", "falls")
 """Per-point values a merged report gives as the mean over seeds (each seed's in ``<key>_per_seed``)."""
