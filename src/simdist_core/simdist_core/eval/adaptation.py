@@ -112,6 +112,28 @@ METHOD_CHOICES = ("zero_shot", *METHODS, *RL_METHODS)
 """What ``--methods`` accepts (``zero_shot`` is always measured; naming it is allowed)."""
 
 
+SEED_SCHEME = 2
+"""How a run numbers its episodes' environment seeds (recorded in every report; ``--merge`` refuses to mix schemes).
+1 (reports without the key, before 2026-12-03): ``seed + 50000 + i`` for evaluation, ``seed + 90000 + i`` for the
+held-out set, ``seed + 10000 * (k + 1) + i`` for collection round k, so seeds 0, 1 and 2 shared 8 of 10 evaluation
+start conditions. 2: :func:`episode_seed`, disjoint between seeds."""
+MAX_SEEDS = 100
+"""Benchmark seeds 0 .. MAX_SEEDS - 1 have disjoint episode ranges."""
+EPISODES_PER_STREAM = 10_000
+"""Episodes one seed can draw from one stream (evaluation, held-out set, one collection round)."""
+EVAL_STREAM, HELDOUT_STREAM = 50, 90
+"""Streams of the evaluation and held-out episodes; collection round k (1, 2, ...) is stream k + 1."""
+
+
+def episode_seed(stream: int, seed: int) -> int:
+    """Environment seed of episode 0 of ``stream`` for benchmark ``seed``; episode i is this + i.
+
+    Disjoint for every (stream, seed) pair with fewer than ``EPISODES_PER_STREAM`` episodes: seeds 0, 1, 2 of a
+    benchmark evaluate, hold out and collect on different start conditions, so they are independent repetitions.
+    """
+    return stream * MAX_SEEDS * EPISODES_PER_STREAM + seed * EPISODES_PER_STREAM
+
+
 @dataclass(frozen=True, kw_only=True)
 class AdaptationConfig:
     """One adaptation benchmark run (defaults sized for a 2-core CPU)."""
@@ -163,28 +185,6 @@ class AdaptationConfig:
             raise ValueError(f"command_ramp_s must be >= 0, got {self.command_ramp_s=}")
         if not 0 <= self.seed < MAX_SEEDS:
             raise ValueError(f"seed must be in [0, {MAX_SEEDS}), got {self.seed=}")
-
-
-SEED_SCHEME = 2
-"""How a run numbers its episodes' environment seeds (recorded in every report; ``--merge`` refuses to mix schemes).
-1 (reports without the key, before 2026-12-03): ``seed + 50000 + i`` for evaluation, ``seed + 90000 + i`` for the
-held-out set, ``seed + 10000 * (k + 1) + i`` for collection round k, so seeds 0, 1 and 2 shared 8 of 10 evaluation
-start conditions. 2: :func:`episode_seed`, disjoint between seeds."""
-MAX_SEEDS = 100
-"""Benchmark seeds 0 .. MAX_SEEDS - 1 have disjoint episode ranges."""
-EPISODES_PER_STREAM = 10_000
-"""Episodes one seed can draw from one stream (evaluation, held-out set, one collection round)."""
-EVAL_STREAM, HELDOUT_STREAM = 50, 90
-"""Streams of the evaluation and held-out episodes; collection round k (1, 2, ...) is stream k + 1."""
-
-
-def episode_seed(stream: int, seed: int) -> int:
-    """Environment seed of episode 0 of ``stream`` for benchmark ``seed``; episode i is this + i.
-
-    Disjoint for every (stream, seed) pair with fewer than ``EPISODES_PER_STREAM`` episodes: seeds 0, 1, 2 of a
-    benchmark evaluate, hold out and collect on different start conditions, so they are independent repetitions.
-    """
-    return stream * MAX_SEEDS * EPISODES_PER_STREAM + seed * EPISODES_PER_STREAM
 
 
 class Benchmark:
