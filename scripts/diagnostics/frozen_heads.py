@@ -79,8 +79,8 @@ def expert_value_pairs(model: torch.nn.Module, planner: object, task: str, *, ep
     import copy
 
     from simdist_core.data.history import ObservationHistory
+    from simdist_core.data.rollout import _expert_continuation as expert_continuation
     from simdist_core.eval.rollout import run_episode
-    from simdist_core.experts import make_policy
     from simdist_core.sim.base import make_env
 
     env = make_env(task, {"episode_length_s": str(seconds + branch_steps / 50 + 1)})
@@ -95,15 +95,10 @@ def expert_value_pairs(model: torch.nn.Module, planner: object, task: str, *, ep
             return
         latent = model.encode(history.model_input())
         preds.append(float(model.value(latent, latent.z[:, None])[0, 0]))
-        clone = copy.deepcopy(env)
-        clone.set_command(result.obs["command"])
-        expert, ret = make_policy(clone, 1.0, rng), 0.0
-        for k in range(branch_steps):
-            step = clone.step(expert.act(clone))
-            ret += gamma**k * step.reward
-            if step.terminated:
-                break
-        labels.append(ret)
+        asked = copy.deepcopy(env)  # the state now, with the command the model saw
+        asked.set_command(result.obs["command"])
+        rewards = expert_continuation(asked, branch_steps, rng).rewards  # as the value labels were made
+        labels.append(float(np.sum(gamma ** np.arange(rewards.size) * rewards)))
 
     for i in range(episodes):
         run_episode(env, planner, seed=seed + i, max_steps=int(seconds * 50), command_ramp_s=ramp_s,
@@ -144,12 +139,11 @@ def main() -> None:
         for label, model in models.items():
             terms = evaluate_loss(model, batches, HEADS)
             heads = encoded_heads(model, batches)
-            pred, true = heads["reward"]
+            reward = agreement(*heads["reward"])
             rows[label] = {"reward_predicted": terms["reward"], "reward_encoded": terms["reward_encoded"],
-                           "reward_encoded_r": float(np.corrcoef(pred, true)[0, 1]),
-                           "reward_encoded_mae": float(np.abs(pred - true).mean()),
-                           "latent_error": terms["consistency"], "true_reward_mean": float(true.mean()),
-                           "steps": int(true.size)}
+                           "reward_encoded_r": reward["r"], "reward_encoded_mae": reward["mae"],
+                           "latent_error": terms["consistency"], "true_reward_mean": reward["label_mean"],
+                           "steps": reward["n"]}
             if np.any(heads["value"][1]):  # a dataset from `simdist generate` has expert value labels
                 v = rows[label]["value_encoded"] = agreement(*heads["value"])
                 print(f"{name:<10} value head on the encoder's latents vs the expert value labels: r {v['r']:.3f}, "
