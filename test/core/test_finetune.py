@@ -141,13 +141,12 @@ def test_replay_puts_simulation_windows_into_every_training_batch(shifted, flat_
 def test_replay_keeps_the_simulation_dynamics_that_robot_data_alone_overwrites(shifted, flat_data):
     model, train, held = shifted
     replay, flat_held = flat_data
-    weights, on_flat, on_shifted = finetune_loss_weights(), _holdout(flat_held, model.spec), _holdout(held, model.spec)
     plain, _ = finetune_dynamics(model, train, _config(steps=150))
     mixed, _ = finetune_dynamics(model, train, _config(steps=150, replay_fraction=0.5), replay=replay)
-    flat_err = {name: evaluate_loss(m, on_flat, weights)["consistency"] for name, m in
-                (("before", model), ("plain", plain), ("mixed", mixed))}
-    shifted_err = {name: evaluate_loss(m, on_shifted, weights)["consistency"] for name, m in
-                   (("before", model), ("plain", plain), ("mixed", mixed))}
+    models = {"before": model, "plain": plain, "mixed": mixed}
+    flat_err, shifted_err = ({name: evaluate_loss(m, batches, finetune_loss_weights())["consistency"]
+                              for name, m in models.items()}
+                             for batches in (_holdout(flat_held, model.spec), _holdout(held, model.spec)))
     assert flat_err["mixed"] < flat_err["plain"], flat_err
     assert shifted_err["mixed"] < shifted_err["before"], shifted_err  # and it still learns the new floor
 

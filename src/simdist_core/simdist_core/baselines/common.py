@@ -213,11 +213,6 @@ class OfflineTransitions:
                 "next_obs": self.observe(nxt), "done": torch.from_numpy(done)}  # fmt: skip
 
 
-def concat(a: Batch, b: Batch) -> Batch:
-    """Two batches as one (same keys)."""
-    return {key: torch.cat([a[key], b[key]]) for key in a}
-
-
 @dataclass(frozen=True)
 class AgentPlannerConfig:
     """What the adapter reports as its "planner config" in evaluation reports."""

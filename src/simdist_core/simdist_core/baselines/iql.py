@@ -20,7 +20,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from simdist_core.baselines.common import Batch, Normalizer, OfflineTransitions, ReplayBuffer, concat, mlp, soft_update
+from simdist_core.baselines.common import Batch, Normalizer, OfflineTransitions, ReplayBuffer, mlp, soft_update
+from simdist_core.data.sampler import concat_batches
 
 LOG_STD_MIN, LOG_STD_MAX = -5.0, 2.0
 """Range of the policy's log std (the IQL authors' policy)."""
@@ -86,7 +87,7 @@ def iql_batch(offline: OfflineTransitions, online: ReplayBuffer | None, n: int, 
         return offline.sample(n)
     if n_online == n:
         return online.sample(n, rng)
-    return concat(offline.sample(n - n_online), online.sample(n_online, rng))
+    return concat_batches(offline.sample(n - n_online), online.sample(n_online, rng))
 
 
 class GaussianPolicy(nn.Module):

@@ -26,10 +26,10 @@ from simdist_core.baselines.common import (
     Normalizer,
     OfflineTransitions,
     ReplayBuffer,
-    concat,
     mlp,
     soft_update,
 )
+from simdist_core.data.sampler import concat_batches
 
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
 """Range of the actor's log std (jaxrl's tanh-Gaussian policy, which RLPD uses)."""
@@ -151,7 +151,7 @@ def rlpd_batch(offline: OfflineTransitions, online: ReplayBuffer | None, n: int,
         return online.sample(n, rng)
     if n_off == n:
         return offline.sample(n)
-    return concat(offline.sample(n_off), online.sample(n - n_off, rng))
+    return concat_batches(offline.sample(n_off), online.sample(n - n_off, rng))
 
 
 class RLPDAgent(nn.Module):

@@ -260,3 +260,11 @@ def fit_normalizer_stats(dataset: Dataset, max_rows: int = 200_000, seed: int = 
     if "obs/height_map" in dataset.fields:
         stats("obs/height_map", "height_map", "std", False)
     return out
+
+
+def concat_batches(first: dict, second: dict) -> dict:
+    """One batch of ``first``'s rows then ``second``'s (same keys; nested dicts joined key by key)."""
+    if first.keys() != second.keys():
+        raise ValueError(f"batches differ in keys: {sorted(first)} vs {sorted(second)}")
+    return {key: concat_batches(value, second[key]) if isinstance(value, dict) else torch.cat([value, second[key]])
+            for key, value in first.items()}  # fmt: skip

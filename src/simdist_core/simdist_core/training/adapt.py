@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from simdist_core.data.dataset import Dataset
-from simdist_core.data.sampler import WindowSampler
+from simdist_core.data.sampler import WindowSampler, concat_batches
 from simdist_core.training.common import OptimConfig
 from simdist_core.training.trainer import Batch, DynamicsFinetuner, evaluate_loss, finetune_loss_weights
 
@@ -391,11 +391,3 @@ def finetune_dynamics(
         wall_s=time.perf_counter() - start, history=history, replay_per_batch=n_replay,
     )  # fmt: skip
     return new, report
-
-
-def concat_batches(first: Batch, second: Batch) -> dict:
-    """One batch of ``first``'s windows then ``second``'s (same layout; nested dicts joined key by key)."""
-    if first.keys() != second.keys():
-        raise ValueError(f"batches differ in keys: {sorted(first)} vs {sorted(second)}")
-    return {key: concat_batches(value, second[key]) if isinstance(value, dict) else torch.cat([value, second[key]])
-            for key, value in first.items()}  # fmt: skip
