@@ -29,13 +29,13 @@ def tiny_model(robot="go2", seed=0):
 
 
 def collect(out: Path, task="go2/flat", overrides=None, *, model=None, episodes=6, max_steps=40, seed=0,
-            exploration_std=0.3) -> Dataset:
-    """Roll a tiny planner out in a real task and return the recorded step store."""
+            exploration_std=0.3, record_reward=False) -> Dataset:
+    """Roll a tiny planner out in a real task and return the recorded step store (with the reward if asked)."""
     env = make_env(task, overrides or {})
     model = model if model is not None else tiny_model(env.spec.name)
     planner = MPPIPlanner(model, TINY_PLANNER, seed=seed)
     collect_experience(env, planner, out / "shard-0", episodes=episodes, max_steps=max_steps, seed=seed,
-                       exploration_std=exploration_std, chunk_steps=64)
+                       exploration_std=exploration_std, chunk_steps=64, record_reward=record_reward)
     return Dataset(out)
 
 

@@ -259,6 +259,28 @@ def test_final_checkpoint_is_the_in_memory_model_and_measures_the_same(tmp_path)
     assert again["latent_error"] == res["latent_error"][-1] and again["forward_progress_m"] == res["metric"][-1]
 
 
+def test_dynamics_reward_method_trains_on_recorded_rewards_and_dynamics_only_never_sees_them(tmp_path):
+    from simdist_core.data.dataset import Dataset
+    from simdist_core.eval.adaptation import Benchmark
+    from simdist_core.training.adapt import FinetuneConfig
+
+    torch.set_num_threads(1)
+    cfg = AdaptationConfig(task="go2/ptfe_slope", minutes=(0.0, 0.04), eval_episodes=1, eval_s=0.3,
+                           heldout_episodes=2, episode_s=1.0, heldout_windows=32,
+                           finetune=FinetuneConfig(steps=15, batch_size=16, holdout_fraction=0.3))
+    bench = Benchmark(tiny_model("go2"), cfg, tmp_path / "work", planner_overrides=dict(p.split("=") for p in
+                                                                                         SMALL_PLANNER))
+    report = bench.run(("dynamics_only", "dynamics_reward"))
+    fields = {m: set(Dataset(tmp_path / "work" / m).fields) for m in ("dynamics_only", "dynamics_reward")}
+    assert "reward" in fields["dynamics_reward"] and "reward" not in fields["dynamics_only"], fields
+    gate = report["results"]["dynamics_reward"]["gate"][1]
+    assert "latent + reward" in gate["reason"], gate  # the gate scored the loss the method trained
+    assert "latent + reward" not in report["results"]["dynamics_only"]["gate"][1]["reason"]
+    changed = set(load_checkpoint(report["final_checkpoints"]["dynamics_reward"])[1].parts_changed)
+    assert changed == ({"dynamics", "reward"} if gate["passed"] else set()), changed
+    assert "metric_minus_dynamics_reward" in report["summary"]["dynamics_only"]["by_minute"][-1]
+
+
 def _point(episodes, latent):
     """An ``evaluate`` report of Go2 episodes given as (progress_m, fell, duration_s), plus the latent yardsticks."""
     per_episode = [{"forward_progress_m": p, "fell": f, "duration_s": d} for p, f, d in episodes]

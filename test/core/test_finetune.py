@@ -160,6 +160,45 @@ def test_replay_needs_data_and_a_fraction_below_one(shifted):
             _config(replay_fraction=bad)
 
 
+@pytest.fixture(scope="module")
+def shifted_with_reward(shifted, tmp_path_factory):
+    """Shifted experience that also records the simulator's reward of each transition (train, held out)."""
+    model, _, _ = shifted
+    root = tmp_path_factory.mktemp("rewarded")
+    return (collect(root / "train", SHIFTED, model=model, episodes=8, seed=0, record_reward=True),
+            collect(root / "held", SHIFTED, model=model, episodes=4, seed=500, record_reward=True))
+
+
+def test_reward_weight_fits_the_reward_head_to_the_recorded_reward(shifted, shifted_with_reward):
+    model, _, _ = shifted
+    train, held = shifted_with_reward
+    assert "reward" in train.fields and float(np.abs(train.array("reward")).sum()) > 0
+    cfg = _config(steps=80, parts=("dynamics", "reward"), reward_weight=1.0)
+    new, report = finetune_dynamics(model, train, cfg)
+    changed = {k.split(".")[0] for k, v in model.state_dict().items() if not torch.equal(v, new.state_dict()[k])}
+    assert changed == {"dynamics", "reward"}, changed  # encoder, value, policy stay frozen
+    holdout = _holdout(held, model.spec)
+    reward_terms = finetune_loss_weights(reward=1.0)
+    before, after = (evaluate_loss(m, holdout, reward_terms) for m in (model, new))
+    assert after["reward_encoded"] < 0.9 * before["reward_encoded"], (before, after)  # episodes never trained on
+    assert report.gate.passed and "latent + reward" in report.gate.reason, report.gate.reason
+    # without the reward weight the same parts see only the latent loss: the reward head gets no gradient
+    plain, _ = finetune_dynamics(model, train, _config(steps=5, parts=("dynamics", "reward")))
+    assert all(torch.equal(v, plain.state_dict()[k]) for k, v in model.state_dict().items() if k.startswith("reward"))
+
+
+def test_reward_weight_needs_recorded_rewards_and_the_reward_head(shifted):
+    model, train, _ = shifted  # robot experience as recorded: no reward
+    with pytest.raises(ValueError, match="reward per transition"):
+        finetune_dynamics(model, train, _config(steps=1, parts=("dynamics", "reward"), reward_weight=1.0))
+    with pytest.raises(ValueError, match="add 'reward'"):
+        _config(reward_weight=1.0)  # parts: dynamics only
+    for bad in (-1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="reward_weight"):
+            _config(parts=("dynamics", "reward"), reward_weight=bad)
+    assert _config(parts=("all",), reward_weight=0.5).loss_weights.reward == 0.5
+
+
 def test_config_rejects_unknown_parts():
     with pytest.raises(ValueError, match="parts"):
         FinetuneConfig(parts=("wheels",))

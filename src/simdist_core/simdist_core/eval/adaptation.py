@@ -104,8 +104,16 @@ REWARD_ONLY = LossWeights(
 )
 """Scores only the reward head along predicted latents (``reward_error``)."""
 
-METHODS: dict[str, tuple[str, ...] | None] = {"dynamics_only": ("dynamics",), "full_finetune": ("all",)}
-"""Finetuning method -> parts it trains (``zero_shot`` trains nothing)."""
+METHODS: dict[str, dict[str, str]] = {
+    "dynamics_only": {"parts": "dynamics"},
+    "full_finetune": {"parts": "all"},
+    "dynamics_reward": {"parts": "dynamics,reward", "reward_weight": "1.0"},
+}
+"""Finetuning method -> the ``FinetuneConfig`` settings it changes (``zero_shot`` trains nothing).
+``dynamics_reward`` departs from the method: it also fits the reward head, at its pretraining weight, to the
+simulator's reward of each transition it lived, which its collection then records (a robot would have to
+compute that reward from its own state estimate); it asks whether the frozen reward head is what limits
+adaptation on a task."""
 RL_METHODS = ("rlpd", "iql")
 """Offline-to-online RL baselines (``simdist_core.baselines``)."""
 METHOD_CHOICES = ("zero_shot", *METHODS, *RL_METHODS)
@@ -229,9 +237,14 @@ class Benchmark:
         return make_planner(model, None, self.cfg.preset, self.planner_overrides, self.cfg.seed)
 
     def _collect(
-        self, model: torch.nn.Module, shard: Path, steps: int, seed: int, first_episode: int, eval_labels: bool = False
+        self, model: torch.nn.Module, shard: Path, steps: int, seed: int, first_episode: int, eval_labels: bool = False,
+        record_reward: bool = False,
     ) -> int:
-        """Collect ``steps`` control steps with ``model``'s planner; returns the episodes recorded."""
+        """Collect ``steps`` control steps with ``model``'s planner; returns the episodes recorded.
+
+        ``eval_labels``: the held-out set's privileged probe and reward; ``record_reward``: the reward alone
+        (experience for a method that trains the reward head).
+        """
         planner, episode_steps = self._planner(model), int(round(self.cfg.episode_s * self.control_hz))
         done, episodes = 0, 0
         while done < steps:
@@ -239,7 +252,8 @@ class Benchmark:
                                           max_steps=min(episode_steps, steps - done),
                                           seed=seed + episodes, exploration_std=self.cfg.exploration_std,
                                           first_episode_id=first_episode + episodes,
-                                          eval_labels=eval_labels, command_ramp_s=self.cfg.command_ramp_s)  # fmt: skip
+                                          eval_labels=eval_labels, record_reward=record_reward,
+                                          command_ramp_s=self.cfg.command_ramp_s)  # fmt: skip
             done += recorded[0].steps
             episodes += 1
         return episodes
@@ -271,8 +285,7 @@ class Benchmark:
         after the last measurement (``final_checkpoint`` in the results).
         """
         cfg, metric = self.cfg, task_metric_name(self.cfg.task)
-        parts = METHODS[method]
-        ft_cfg = apply_overrides(cfg.finetune, {"parts": ",".join(parts), "seed": str(cfg.seed)})
+        ft_cfg = apply_overrides(cfg.finetune, {**METHODS[method], "seed": str(cfg.seed)})
         start = self.pretrained if pretrained is None else pretrained
         model, shard = copy.deepcopy(start), self.workdir / (name or method) / "shard-0"
         out = {"minutes": [0.0], **{k: [v] for k, v in point_fields(zero, metric).items()}, "gate": [None],
@@ -281,7 +294,8 @@ class Benchmark:
         for before, minutes in zip(cfg.minutes[:-1], cfg.minutes[1:], strict=True):
             t0 = time.perf_counter()
             steps = int(round((minutes - before) * 60 * self.control_hz))
-            episodes += self._collect(model, shard, steps, episode_seed(1 + len(out["minutes"]), cfg.seed), episodes)
+            episodes += self._collect(model, shard, steps, episode_seed(1 + len(out["minutes"]), cfg.seed), episodes,
+                                      record_reward=ft_cfg.reward_weight > 0)  # fmt: skip
             t1 = time.perf_counter()
             new, report = finetune_dynamics(model, Dataset(shard.parent), ft_cfg, replay=self.replay)
             if report.gate.passed:

@@ -4,7 +4,8 @@ Records are built by ``simdist_core.data.transitions.make_record`` (the same fun
 buffer and the bag converter use), so benchmark experience carries exactly what a robot can log:
 observations and executed actions, no reward/value/probe labels (``labelled=False``). Only the
 benchmark's held-out evaluation set may add the simulator's privileged probe (``probe_fn``) and true
-reward (``record_reward``): yardsticks for comparing methods, never training labels.
+reward (``record_reward``): yardsticks for comparing methods, and training labels only for the benchmark's
+``dynamics_reward`` method, which departs from the method on purpose (``FinetuneConfig.reward_weight``).
 """
 
 from __future__ import annotations
@@ -112,6 +113,7 @@ def collect_experience(
     first_episode_id: int = 0,
     chunk_steps: int = 1024,
     eval_labels: bool = False,
+    record_reward: bool = False,
     command_ramp_s: float = 0.0,
 ) -> list[EpisodeStats]:
     """Run ``episodes`` planner episodes in ``env`` and append them to ``shard_dir``.
@@ -128,6 +130,8 @@ def collect_experience(
         chunk_steps: rows per sealed chunk.
         eval_labels: also store the privileged probe (``priv/probe``) and the true ``reward`` of every row
             (evaluation sets only: a robot has neither).
+        record_reward: store the simulator's ``reward`` of every row (implied by ``eval_labels``): training
+            labels only for a finetune that departs from the method (``FinetuneConfig.reward_weight``).
         command_ramp_s: ramp the velocity command from rest over this long (``run_episode``); the recorded
             observations carry the ramped command, as the live graph's replay buffer records them.
 
@@ -136,7 +140,7 @@ def collect_experience(
     """
     probe_fn = (lambda: env.privileged_state()["probe"]) if eval_labels else None
     recorder = ExperienceRecorder(env.spec, shard_dir, chunk_steps=chunk_steps, first_episode_id=first_episode_id,
-                                  probe_fn=probe_fn, record_reward=eval_labels)  # fmt: skip
+                                  probe_fn=probe_fn, record_reward=eval_labels or record_reward)  # fmt: skip
     rng = np.random.default_rng(seed)
     stats = []
     try:

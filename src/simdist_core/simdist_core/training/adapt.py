@@ -14,6 +14,7 @@ import math
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
@@ -52,6 +53,15 @@ class FinetuneConfig:
     holds only the actions its planner chose, but the planner ranks many other action sequences every tick, and
     dynamics fitted to the chosen ones alone can forget what the simulation taught about the rest. The gate
     still scores the robot's own held-out windows only."""
+    reward_weight: float = 0.0
+    """Weight of the reward head's loss on the reward recorded with each transition (on predicted and on encoded
+    latents, as in pretraining); 0 (default) is the method as published: the reward head stays frozen. Above 0
+    is a departure from it, for data that carries a reward per transition (a robot that computes its reward
+    from its own state estimate; in simulation the simulator's): ``parts`` must then include ``reward`` (or be
+    ``all``), the reward term's gradient also reaches the dynamics through the predicted latents, and the
+    validation gate scores latent consistency plus the weighted reward terms. Why one would: on a floor far
+    from the simulation the frozen head can misjudge the states the robot really reaches, and no dynamics-only
+    finetune can rank plans better than its head does."""
     seed: int = 0
     """Seed of window sampling."""
 
@@ -71,6 +81,16 @@ class FinetuneConfig:
             raise ValueError(f"min_improvement must be in [0, 1), got {self.min_improvement=}")
         if not 0.0 <= self.replay_fraction < 1.0:  # also refuses NaN
             raise ValueError(f"replay_fraction must be in [0, 1), got {self.replay_fraction=}")
+        if not (math.isfinite(self.reward_weight) and self.reward_weight >= 0.0):
+            raise ValueError(f"reward_weight must be finite and >= 0, got {self.reward_weight=}")
+        if self.reward_weight and not (self.parts == ("all",) or "reward" in self.parts):
+            raise ValueError(f"reward_weight={self.reward_weight} trains the reward head: add 'reward' to "
+                             f"{self.parts=}")  # fmt: skip
+
+    @property
+    def loss_weights(self) -> Any:  # noqa: ANN401
+        """Weights of training and gate: latent consistency, plus the reward terms at ``reward_weight``."""
+        return finetune_loss_weights(self.reward_weight)
 
     def split_batch(self) -> tuple[int, int]:
         """(windows of the robot's experience, windows of replayed simulation data) in each training batch.
@@ -181,26 +201,28 @@ def _paced(batches: list[Batch], pace: Callable[[], None] | None) -> Iterator[Ba
 
 def validation_gate(
     old: torch.nn.Module, new: torch.nn.Module, holdout: list[Batch], min_improvement: float = 0.0,
-    pace: Callable[[], None] | None = None,
+    pace: Callable[[], None] | None = None, weights: Any = None,  # noqa: ANN401
 ) -> GateResult:
-    """Score old and new on the same held-out windows with the latent-consistency loss.
+    """Score old and new on the same held-out windows with the finetune's loss (default: latent consistency).
 
     With a frozen encoder both models predict the same targets, so the comparison is exact. When
     the encoder was trained too (full finetune) each model is scored against its own encoder's
     targets, which a collapsing encoder can game; the benchmark reports that case separately. ``pace``, if
-    given, is called after each held-out batch is scored.
+    given, is called after each held-out batch is scored. ``weights`` (default: latent consistency only) are
+    the loss the finetune trained, e.g. with the reward terms of ``FinetuneConfig.reward_weight``.
     """
-    weights = finetune_loss_weights()
+    weights = finetune_loss_weights() if weights is None else weights
     old_loss = evaluate_loss(old, _paced(holdout, pace), weights)["loss"]
     new_loss = evaluate_loss(new, _paced(holdout, pace), weights)["loss"]
     n = sum(int(b["actions"].shape[0]) for b in holdout)
+    what = "latent" if not (weights.reward or weights.reward_encoded) else "latent + reward"
     if not np.isfinite(new_loss):
         return GateResult(False, old_loss, new_loss, n, f"new model's held-out loss is not finite ({new_loss})")
     threshold = old_loss * (1.0 - min_improvement)
     if new_loss < threshold:
-        reason = f"held-out latent loss {old_loss:.5f} -> {new_loss:.5f} ({100 * (1 - new_loss / old_loss):.1f}% lower)"
+        reason = f"held-out {what} loss {old_loss:.5f} -> {new_loss:.5f} ({100 * (1 - new_loss / old_loss):.1f}% lower)"
         return GateResult(True, old_loss, new_loss, n, reason)
-    reason = (f"held-out latent loss {old_loss:.5f} -> {new_loss:.5f}: not below the required {threshold:.5f}; "
+    reason = (f"held-out {what} loss {old_loss:.5f} -> {new_loss:.5f}: not below the required {threshold:.5f}; "
               "keeping the old model")  # fmt: skip
     return GateResult(False, old_loss, new_loss, n, reason)
 
@@ -357,6 +379,9 @@ def finetune_dynamics(
                                                                          seed=cfg.seed)  # fmt: skip
     sampler = WindowSampler(sampler.dataset, sampler.spec, sampler.horizon, n_live, cfg.seed, sampler.device,
                             starts=sampler.starts)  # fmt: skip
+    if cfg.reward_weight and "reward" not in sampler.dataset.fields:
+        raise ValueError(f"reward_weight={cfg.reward_weight} needs a reward per transition, but {sampler.dataset.path} "
+                         "stores none (record it with the experience)")  # fmt: skip
     replayed = (WindowSampler(replay, sampler.spec, sampler.horizon, n_replay, cfg.seed + 2, sampler.device)
                 if n_replay else None)  # fmt: skip
     if holdout is None:
@@ -368,7 +393,8 @@ def finetune_dynamics(
     if cfg.recent_steps:
         train = train.recent(cfg.recent_steps)
     new = copy.deepcopy(model)
-    trainer = DynamicsFinetuner(new, optim=cfg.optim, total_steps=cfg.steps, parts=cfg.trainable_parts)
+    trainer = DynamicsFinetuner(new, optim=cfg.optim, total_steps=cfg.steps, parts=cfg.trainable_parts,
+                                weights=cfg.loss_weights)  # fmt: skip
     history = []
     steps = range(cfg.steps)
     if progress:
@@ -383,7 +409,7 @@ def finetune_dynamics(
     for p in new.parameters():  # leave the returned model in a plain inference state
         p.requires_grad_(False)
     new.eval()
-    gate = validation_gate(model, new, holdout, cfg.min_improvement, pace=after_update)
+    gate = validation_gate(model, new, holdout, cfg.min_improvement, pace=after_update, weights=cfg.loss_weights)
     log.info("finetune %s: %s", cfg.parts, gate.reason)
     report = FinetuneReport(
         steps=cfg.steps, parts=cfg.parts, train_loss_first=history[0]["loss"], train_loss_last=history[-1]["loss"],
