@@ -6,7 +6,8 @@ import pytest
 import torch
 from _train_testlib import tiny_model
 from simdist_core.checkpoint import load_checkpoint, save_checkpoint
-from simdist_core.eval.adaptation import AdaptationConfig, main
+from simdist_core.eval.adaptation import AdaptationConfig
+from simdist_core.eval.adaptation_cli import main
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -292,7 +293,8 @@ def _point(episodes, latent):
 def _report(seed, zero_episodes, zero_latent, after_episodes, after_latent, **config):
     """A one-seed report of zero-shot and dynamics_only at minutes 0 and 1, built as ``Benchmark.run`` builds it."""
     from simdist_core.config import to_dict
-    from simdist_core.eval.adaptation import point_fields, summarise
+    from simdist_core.eval.adaptation import point_fields
+    from simdist_core.eval.adaptation_report import summarise
 
     zero = point_fields(_point(zero_episodes, zero_latent), "forward_progress_m")
     after = point_fields(_point(after_episodes, after_latent), "forward_progress_m")
@@ -305,7 +307,7 @@ def _report(seed, zero_episodes, zero_latent, after_episodes, after_latent, **co
 
 
 def test_merge_pools_the_episodes_of_all_seeds(tmp_path, capsys):
-    from simdist_core.eval.adaptation import merge_reports
+    from simdist_core.eval.adaptation_report import merge_reports
 
     # seed 0: zero-shot 1 m and 3 m (the first fell after 30 s), 2 and 4 m after a minute; seed 1: 2, 2 -> 6, 8
     a = _report(0, [(1.0, 1.0, 30.0), (3.0, 0.0, 60.0)], 0.4, [(2.0, 0.0, 60.0), (4.0, 0.0, 60.0)], 0.1)
@@ -342,7 +344,8 @@ def test_merge_pools_the_episodes_of_all_seeds(tmp_path, capsys):
 
 def _as_full_finetune(report, episodes, latent):
     """The same seed's report had it run ``--methods full_finetune`` instead (same zero-shot)."""
-    from simdist_core.eval.adaptation import point_fields, summarise
+    from simdist_core.eval.adaptation import point_fields
+    from simdist_core.eval.adaptation_report import summarise
 
     out = json.loads(json.dumps(report))
     zero = out["results"]["zero_shot"]
@@ -355,13 +358,14 @@ def _as_full_finetune(report, episodes, latent):
 
 
 def test_merge_joins_methods_of_one_seed_run_in_separate_processes():
-    from simdist_core.eval.adaptation import merge_reports
+    from simdist_core.eval.adaptation import METHOD_CHOICES
+    from simdist_core.eval.adaptation_report import merge_reports
 
     eps = [(1.0, 0.0, 60.0), (3.0, 0.0, 60.0)]
     a = _report(0, eps, 0.4, [(2.0, 0.0, 60.0), (4.0, 0.0, 60.0)], 0.1)
     b = _report(1, eps, 0.2, [(6.0, 0.0, 60.0), (8.0, 0.0, 60.0)], 0.3)
     a_full, b_full = (_as_full_finetune(r, [(1.0, 0.0, 60.0), (1.0, 0.0, 60.0)], 0.2) for r in (a, b))
-    merged = merge_reports([a_full, b, a, b_full], ["af.json", "b.json", "a.json", "bf.json"])
+    merged = merge_reports([a_full, b, a, b_full], ["af.json", "b.json", "a.json", "bf.json"], METHOD_CHOICES)
     assert merged["seeds"] == [0, 1] and list(merged["results"]) == ["zero_shot", "dynamics_only", "full_finetune"]
     assert merged["merged_from"] == ["af.json + a.json", "b.json + bf.json"]
     assert merged["results"]["dynamics_only"]["metric"] == [2.0, 5.0]
@@ -411,7 +415,8 @@ def test_merge_refuses_reports_that_differ_in_more_than_seed(tmp_path, capsys, c
 def test_committed_reports_without_episode_values_still_summarise_print_and_plot(tmp_path, capsys):
     from pathlib import Path
 
-    from simdist_core.eval.adaptation import _print_table, plot, summarise
+    from simdist_core.eval.adaptation_cli import _print_table
+    from simdist_core.eval.adaptation_report import plot, summarise
 
     path = Path(__file__).resolve().parents[2] / "checkpoints" / "results" / "adaptation_go2_ptfe_slope.json"
     report = json.loads(path.read_text())
@@ -426,7 +431,8 @@ def test_committed_reports_without_episode_values_still_summarise_print_and_plot
 def test_dynamics_only_is_compared_paired_with_every_rival_on_its_minute_marks():
     """Dynamics-only gets a paired difference (with its interval) against each RL baseline, full finetuning and
     the compared checkpoint's dynamics-only, at the minute marks they share; no other method gets rivals."""
-    from simdist_core.eval.adaptation import point_fields, rivals_of, summarise
+    from simdist_core.eval.adaptation import point_fields
+    from simdist_core.eval.adaptation_report import rivals_of, summarise
 
     def series(minutes, episode_lists):
         points = [point_fields(_point([(p, 0.0, 10.0) for p in eps], 0.1), "forward_progress_m")

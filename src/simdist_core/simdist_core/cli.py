@@ -20,7 +20,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("eval", "simdist_core.eval.closed_loop:main", "closed-loop evaluation of a checkpoint in MuJoCo"),
     ("bench planner", "simdist_core.planning.bench:main", "planner latency benchmark (table + JSON)"),
     ("bench generate", "simdist_core.data.bench:main", "data generation speed and expert quality (table + JSON)"),
-    ("bench adaptation", "simdist_core.eval.adaptation:main", "zero-shot vs dynamics-only vs full finetune"),
+    ("bench adaptation", "simdist_core.eval.adaptation_cli:main", "zero-shot vs dynamics-only vs full finetune"),
     ("bench budget", "simdist_core.eval.budget:main", "task metric per planner sampling budget (table + JSON)"),
     ("bench soak", "simdist_ros.soak:main", "run the node graph for a while; memory per node (table + JSON)"),
     ("bench parity", "simdist_ros.parity:main", "in-process eval vs the live ROS graph, same checkpoint and tasks"),
