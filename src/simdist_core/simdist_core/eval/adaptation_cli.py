@@ -15,7 +15,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from simdist_core.cliargs import (
@@ -32,6 +31,7 @@ from simdist_core.config import apply_cli_overrides, parse_overrides
 from simdist_core.data.dataset import check_dataset
 from simdist_core.eval.adaptation import METHOD_CHOICES, RL_METHODS, AdaptationConfig, Benchmark
 from simdist_core.eval.adaptation_report import check_mergeable, join_seed_reports, merge_reports, plot
+from simdist_core.eval.closed_loop import json_default
 
 log = logging.getLogger(__name__)
 
@@ -245,7 +245,7 @@ def main(argv: list[str]) -> int:
         seed_dir = workdir / f"seed-{seed}"
         report = _run(args, dataclasses.replace(cfg, seed=seed), methods, checkpoint, seed_dir, model, compare)
         names.append(str(seed_dir / "report.json"))
-        Path(names[-1]).write_text(json.dumps(report, indent=1, default=_json_default))
+        Path(names[-1]).write_text(json.dumps(report, indent=1, default=json_default))
         reports.append(json.loads(Path(names[-1]).read_text()))  # as --merge reads it
     return _write(args, merge_reports(reports, names, METHOD_CHOICES))
 
@@ -271,7 +271,7 @@ def _run(args: argparse.Namespace, cfg: AdaptationConfig, methods: tuple[str, ..
 def _write(args: argparse.Namespace, report: dict[str, Any]) -> int:
     """Write the report (and plot), print its table; the exit status."""
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(report, indent=1, default=_json_default))
+    args.json.write_text(json.dumps(report, indent=1, default=json_default))
     if args.plot:
         plot(report, args.plot)
     _print_table(report)
@@ -294,12 +294,6 @@ def _print_table(report: dict[str, Any]) -> None:
         for m, v, c, e, p, r, g in rows:
             print(f"{method:<24} {m:>8.2f} {v:>20.3f} {c:>18} {e:>14.5f} {p:>12.5f} {r:>13.5f} {g:>12.3f}")
     print(f"wall time {report['wall_s']:.0f} s" + (" (all seeds together)" if seeds else ""))
-
-
-def _json_default(value: object) -> object:
-    if isinstance(value, np.generic):
-        return value.item()
-    return str(value)
 
 
 if __name__ == "__main__":

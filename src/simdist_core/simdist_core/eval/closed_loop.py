@@ -294,7 +294,7 @@ def main(argv: list[str]) -> int:
         _write_episode_video(args.video, recorder, beside)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=1, default=_json_default))
+        args.json.write_text(json.dumps(report, indent=1, default=json_default))
     return 0
 
 
@@ -331,7 +331,8 @@ def _write_episode_video(path: Path, recorder: EpisodeRecorder, beside: EpisodeR
     print(f"wrote {path}: {len(frames)} frames at {fps:g} fps, {path.stat().st_size / 1e6:.1f} MB")
 
 
-def _json_default(value: object) -> object:
+def json_default(value: object) -> object:
+    """``json.dumps`` fallback of the evaluation reports: numpy scalars as Python numbers, anything else as text."""
     if isinstance(value, np.generic):
         return value.item()
     return str(value)
