@@ -381,6 +381,23 @@ def test_merge_joins_methods_of_one_seed_run_in_separate_processes():
         merge_reports([other, a, b], ["o.json", "a.json", "b.json"])
 
 
+def test_merge_takes_a_config_key_a_report_predates_as_its_default(tmp_path, capsys):
+    eps = [(1.0, 0.0, 60.0), (3.0, 0.0, 60.0)]
+    a = _report(0, eps, 0.4, [(2.0, 0.0, 60.0), (4.0, 0.0, 60.0)], 0.1)
+    b = _report(1, eps, 0.2, [(6.0, 0.0, 60.0), (8.0, 0.0, 60.0)], 0.3)
+    del b["config"]["finetune"]["reward_weight"]  # written before FinetuneConfig had the field
+    paths = [tmp_path / "a.json", tmp_path / "b.json"]
+    for path, report in zip(paths, (a, b), strict=True):
+        path.write_text(json.dumps(report))
+    out = tmp_path / "merged.json"
+    assert main(["--merge", *map(str, paths), "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["config"]["finetune"]["reward_weight"] == 0.0
+    a["config"]["finetune"]["reward_weight"] = 0.5  # not the default: a different run, refused
+    paths[0].write_text(json.dumps(a))
+    assert main(["--merge", *map(str, paths), "--json", str(tmp_path / "m2.json")]) == 2
+    assert "finetune.reward_weight" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(("change", "message"), [
     ({"seed_b": 0}, "seed 0 appears twice"),
     ({"eval_s": 5.0}, "config.eval_s"),

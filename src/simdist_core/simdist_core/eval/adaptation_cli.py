@@ -27,10 +27,16 @@ from simdist_core.cliargs import (
     checkpoint_dir,
     cli_main,
 )
-from simdist_core.config import apply_cli_overrides, parse_overrides
+from simdist_core.config import apply_cli_overrides, parse_overrides, to_dict
 from simdist_core.data.dataset import check_dataset
 from simdist_core.eval.adaptation import METHOD_CHOICES, RL_METHODS, AdaptationConfig, Benchmark
-from simdist_core.eval.adaptation_report import check_mergeable, join_seed_reports, merge_reports, plot
+from simdist_core.eval.adaptation_report import (
+    check_mergeable,
+    fill_config_defaults,
+    join_seed_reports,
+    merge_reports,
+    plot,
+)
 from simdist_core.eval.closed_loop import json_default
 
 log = logging.getLogger(__name__)
@@ -142,6 +148,7 @@ def load_merge_inputs(args: argparse.Namespace) -> tuple[list[dict[str, Any]], l
         names.append(str(path))
     if len(reports) < 2:
         raise UsageError("--merge needs at least 2 reports (one per seed, or per method of a seed)")
+    reports = fill_config_defaults(reports, to_dict(AdaptationConfig()))  # keys added since a report was written
     try:
         check_mergeable(*join_seed_reports(reports, names, METHOD_CHOICES))
     except ValueError as exc:

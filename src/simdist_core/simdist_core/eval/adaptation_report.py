@@ -167,6 +167,27 @@ PER_SEED_MEAN = ("latent_error", "probe_error", "reward_error", "reward_per_step
 """Per-point values a merged report gives as the mean over seeds (each seed's in ``<key>_per_seed``)."""
 
 
+def fill_config_defaults(reports: list[dict[str, Any]], defaults: dict[str, Any]) -> list[dict[str, Any]]:
+    """Copies of ``reports`` whose ``config`` holds every key of ``defaults`` (the benchmark's config as a dict).
+
+    Why: a report written before a config field existed lacks it, and ran with what is now its default, so it is
+    the same run as a newer report that records the default. Keys a report has are kept as they are; nested
+    configs are filled the same way.
+    """
+
+    def filled(config: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
+        out = dict(config)
+        for key, value in base.items():
+            if key not in out:
+                out[key] = value
+            elif isinstance(value, dict) and isinstance(out[key], dict):
+                out[key] = filled(out[key], value)
+        return out
+
+    return [{**r, "config": filled(r["config"], defaults)} if isinstance(r.get("config"), dict) else r
+            for r in reports]  # fmt: skip
+
+
 def _flatten(value: Any, prefix: str) -> dict[str, Any]:  # noqa: ANN401
     if isinstance(value, dict):
         out: dict[str, Any] = {}
