@@ -271,9 +271,10 @@ def test_dynamics_reward_method_trains_on_recorded_rewards_and_dynamics_only_nev
                            finetune=FinetuneConfig(steps=15, batch_size=16, holdout_fraction=0.3))
     bench = Benchmark(tiny_model("go2"), cfg, tmp_path / "work", planner_overrides=dict(p.split("=") for p in
                                                                                          SMALL_PLANNER))
-    report = bench.run(("dynamics_only", "dynamics_reward"))
-    fields = {m: set(Dataset(tmp_path / "work" / m).fields) for m in ("dynamics_only", "dynamics_reward")}
+    report = bench.run(("dynamics_only", "dynamics_reward", "dynamics_reward_encoded"))
+    fields = {m: set(Dataset(tmp_path / "work" / m).fields) for m in report["results"] if m != "zero_shot"}
     assert "reward" in fields["dynamics_reward"] and "reward" not in fields["dynamics_only"], fields
+    assert "reward" in fields["dynamics_reward_encoded"], fields
     gate = report["results"]["dynamics_reward"]["gate"][1]
     assert "latent + reward" in gate["reason"], gate  # the gate scored the loss the method trained
     assert "latent + reward" not in report["results"]["dynamics_only"]["gate"][1]["reason"]

@@ -192,6 +192,30 @@ def test_reward_weight_fits_the_reward_head_to_the_recorded_reward(shifted, shif
     assert all(torch.equal(v, plain.state_dict()[k]) for k, v in model.state_dict().items() if k.startswith("reward"))
 
 
+def test_reward_on_encoded_latents_only_leaves_the_dynamics_to_the_latent_loss(shifted, shifted_with_reward):
+    model, _, _ = shifted
+    train, held = shifted_with_reward
+    from simdist_core.training.common import OptimConfig
+
+    # the one coupling left is the gradient-norm clip shared by all trained parts: off here to see the rest
+    optim = OptimConfig(lr=1e-3, warmup_steps=5, cosine=False, grad_clip=0.0)
+    encoded = _config(steps=40, parts=("dynamics", "reward"), reward_weight=1.0, reward_on_predicted=False, optim=optim)
+    assert encoded.loss_weights.reward == 0.0 and encoded.loss_weights.reward_encoded == 1.0
+    new, report = finetune_dynamics(model, train, encoded)
+    plain, _ = finetune_dynamics(model, train, _config(steps=40, optim=optim))  # the method: same seed and batches
+    both, _ = finetune_dynamics(model, train, _config(steps=40, parts=("dynamics", "reward"), reward_weight=1.0,
+                                                      optim=optim))
+    dynamics = [k for k in model.state_dict() if k.startswith("dynamics")]
+    # no reward gradient reaches the dynamics: they end where the latent loss alone takes them ...
+    assert all(torch.equal(new.state_dict()[k], plain.state_dict()[k]) for k in dynamics)
+    # ... which fitting the head on predicted latents too does not
+    assert not all(torch.equal(both.state_dict()[k], plain.state_dict()[k]) for k in dynamics)
+    holdout = _holdout(held, model.spec)
+    before, after = (evaluate_loss(m, holdout, finetune_loss_weights(reward=1.0)) for m in (model, new))
+    assert after["reward_encoded"] < 0.9 * before["reward_encoded"], (before, after)
+    assert "latent + reward" in report.gate.reason, report.gate.reason
+
+
 def test_reward_weight_needs_recorded_rewards_and_the_reward_head(shifted):
     model, train, _ = shifted  # robot experience as recorded: no reward
     with pytest.raises(ValueError, match="reward per transition"):

@@ -79,12 +79,14 @@ METHODS: dict[str, dict[str, str]] = {
     "dynamics_only": {"parts": "dynamics"},
     "full_finetune": {"parts": "all"},
     "dynamics_reward": {"parts": "dynamics,reward", "reward_weight": "1.0"},
+    "dynamics_reward_encoded": {"parts": "dynamics,reward", "reward_weight": "1.0", "reward_on_predicted": "false"},
 }
 """Finetuning method -> the ``FinetuneConfig`` settings it changes (``zero_shot`` trains nothing).
 ``dynamics_reward`` departs from the method: it also fits the reward head, at its pretraining weight, to the
 simulator's reward of each transition it lived, which its collection then records (a robot would have to
 compute that reward from its own state estimate); it asks whether the frozen reward head is what limits
-adaptation on a task."""
+adaptation on a task. ``dynamics_reward_encoded`` fits the head on the encoder's latents of the states the robot
+reached only, so no reward gradient moves the dynamics."""
 RL_METHODS = ("rlpd", "iql")
 """Offline-to-online RL baselines (``simdist_core.baselines``)."""
 METHOD_CHOICES = ("zero_shot", *METHODS, *RL_METHODS)

@@ -62,6 +62,12 @@ class FinetuneConfig:
     validation gate scores latent consistency plus the weighted reward terms. Why one would: on a floor far
     from the simulation the frozen head can misjudge the states the robot really reaches, and no dynamics-only
     finetune can rank plans better than its head does."""
+    reward_on_predicted: bool = True
+    """With ``reward_weight`` > 0: also fit the reward head on the dynamics' predicted latents, as in pretraining
+    (True), whose gradient then also moves the dynamics; False fits it on the encoder's latents of the states
+    the robot reached only, so the dynamics see the latent-consistency gradient alone (the gradient-norm clip,
+    shared by all trained parts, is the one coupling left). Why False: fitting on predicted latents made the
+    head's error fall but pulled the dynamics away from the encoder's latents."""
     seed: int = 0
     """Seed of window sampling."""
 
@@ -90,7 +96,7 @@ class FinetuneConfig:
     @property
     def loss_weights(self) -> Any:  # noqa: ANN401
         """Weights of training and gate: latent consistency, plus the reward terms at ``reward_weight``."""
-        return finetune_loss_weights(self.reward_weight)
+        return finetune_loss_weights(self.reward_weight, self.reward_on_predicted)
 
     def split_batch(self) -> tuple[int, int]:
         """(windows of the robot's experience, windows of replayed simulation data) in each training batch.

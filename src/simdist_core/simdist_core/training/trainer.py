@@ -165,16 +165,17 @@ class DynamicsFinetuner(WorldModelTrainer):
         )
 
 
-def finetune_loss_weights(reward: float = 0.0) -> Any:
+def finetune_loss_weights(reward: float = 0.0, reward_on_predicted: bool = True) -> Any:
     """Loss weights with only the latent-consistency term on (the rest are labels a robot lacks).
 
-    ``reward`` > 0 also weighs the reward head's two terms (on predicted and on encoded latents), for data that
-    carries each transition's reward (``FinetuneConfig.reward_weight``).
+    ``reward`` > 0 also weighs the reward head's terms, for data that carries each transition's reward
+    (``FinetuneConfig.reward_weight``): on encoded latents, and on predicted latents unless
+    ``reward_on_predicted`` is False (``FinetuneConfig.reward_on_predicted``).
     """
     from simdist_core.models.world_model import LossWeights
 
-    return LossWeights(consistency=1.0, reward=reward, value=0.0, reward_encoded=reward, value_encoded=0.0, bc=0.0,
-                       probe=0.0)  # fmt: skip
+    return LossWeights(consistency=1.0, reward=reward if reward_on_predicted else 0.0, value=0.0,
+                       reward_encoded=reward, value_encoded=0.0, bc=0.0, probe=0.0)  # fmt: skip
 
 
 @torch.no_grad()
