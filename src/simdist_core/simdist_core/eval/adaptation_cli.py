@@ -69,8 +69,8 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--minutes", default="0,1,2,4", help="cumulative minutes of experience, e.g. 0,5,10,20,30")
     parser.add_argument("--methods", default="dynamics_only,full_finetune",
                         help=f"comma list of: {', '.join(METHOD_CHOICES)} (zero_shot is always measured; "
-                             "dynamics_reward also fits the reward head to the simulator's reward: an experiment, "
-                             "not the method)")  # fmt: skip
+                             "dynamics_reward also fits the reward head to the simulator's reward, "
+                             "dynamics_reward_encoded fits it on encoded latents only: experiments, not the method)")
     parser.add_argument("--data", type=Path,
                         help="pretraining dataset of the RL baselines, and the simulation data replayed into "
                              "finetuning with --set finetune.replay_fraction=F (default: the checkpoint's provenance)")
