@@ -382,6 +382,45 @@ def test_merge_joins_methods_of_one_seed_run_in_separate_processes():
         merge_reports([other, a, b], ["o.json", "a.json", "b.json"])
 
 
+def _as_rlpd(report, episodes):
+    """The same seed's report had it run ``--methods rlpd`` with its own RLPD budget and dataset (same zero-shot)."""
+    from simdist_core.eval.adaptation_report import summarise
+
+    out = _as_full_finetune(report, episodes, 0.2)
+    out["results"]["rlpd"] = out["results"].pop("full_finetune")
+    out["summary"] = summarise(out["results"])
+    out["config"]["rlpd"]["utd_ratio"], out["rl_dataset"] = 2, "data/pre150k"
+    out["config"]["finetune"]["steps"] = 1  # what a baselines-only run records here is read by no method it ran
+    return out
+
+
+def test_merge_joins_rl_baselines_run_later_with_their_own_settings():
+    from simdist_core.eval.adaptation import METHOD_CHOICES
+    from simdist_core.eval.adaptation_report import merge_reports
+
+    eps = [(1.0, 0.0, 60.0), (3.0, 0.0, 60.0)]
+    a = _report(0, eps, 0.4, [(2.0, 0.0, 60.0), (4.0, 0.0, 60.0)], 0.1)
+    b = _report(1, eps, 0.2, [(6.0, 0.0, 60.0), (8.0, 0.0, 60.0)], 0.3)
+    a_rl, b_rl = (_as_rlpd(r, [(0.5, 1.0, 30.0), (0.5, 1.0, 30.0)]) for r in (a, b))
+    merged = merge_reports([a, b, a_rl, b_rl], ["a.json", "b.json", "ar.json", "br.json"], METHOD_CHOICES)
+    assert list(merged["results"]) == ["zero_shot", "dynamics_only", "rlpd"]
+    # each method's settings come from the report that ran it
+    assert merged["config"]["rlpd"]["utd_ratio"] == 2 and merged["rl_dataset"] == "data/pre150k"
+    assert merged["config"]["finetune"]["steps"] == a["config"]["finetune"]["steps"] != 1
+    last = merged["summary"]["dynamics_only"]["by_minute"][-1]
+    assert last["metric_minus_rlpd"] == pytest.approx(4.5)  # paired on the same episodes: 5.0 - 0.5
+    # a setting both reports' methods read must still agree: the RL run with other episodes lengths is refused
+    other = _as_rlpd(a, [(0.5, 1.0, 30.0)] * 2)
+    other["config"]["eval_s"] = 5.0
+    with pytest.raises(ValueError, match="config.eval_s"):
+        merge_reports([a, other, b, b_rl], ["a.json", "o.json", "b.json", "br.json"])
+    # and two world-model reports of one seed must agree on the finetuning settings
+    full = _as_full_finetune(a, [(1.0, 0.0, 60.0)] * 2, 0.2)
+    full["config"]["finetune"]["steps"] = 1
+    with pytest.raises(ValueError, match="config.finetune.steps"):
+        merge_reports([a, full, b], ["a.json", "f.json", "b.json"])
+
+
 def test_merge_takes_a_config_key_a_report_predates_as_its_default(tmp_path, capsys):
     eps = [(1.0, 0.0, 60.0), (3.0, 0.0, 60.0)]
     a = _report(0, eps, 0.4, [(2.0, 0.0, 60.0), (4.0, 0.0, 60.0)], 0.1)

@@ -22,6 +22,7 @@ plot draws the intervals as error bars, and the errors as the mean over seeds wi
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -163,6 +164,12 @@ def minute_summary(res: dict[str, Any], zero: dict[str, Any],
 MERGE_SAME = ("task", "metric", "config", "seed_scheme", "planner", "env_overrides", "checkpoint", "compare",
               "rl_dataset", "replay_dataset")
 """Report keys that reports merged by ``--merge`` must share (``config`` except its ``seed``)."""
+METHOD_SETTINGS = {"rlpd": ("config.rlpd", "rl_dataset"), "iql": ("config.iql", "rl_dataset")}
+"""Report settings (dotted keys) that only the named method reads; every world-model finetuning method reads
+``WORLD_MODEL_SETTINGS`` instead, and zero-shot reads neither."""
+WORLD_MODEL_SETTINGS = ("config.finetune", "replay_dataset")
+"""Report settings that only the world-model finetuning methods read (``METHODS`` of the benchmark)."""
+_METHOD_SPECIFIC = frozenset(WORLD_MODEL_SETTINGS).union(*METHOD_SETTINGS.values())
 PER_SEED_MEAN = ("latent_error", "probe_error", "reward_error", "reward_per_step", "falls")
 """Per-point values a merged report gives as the mean over seeds (each seed's in ``<key>_per_seed``)."""
 
@@ -206,6 +213,48 @@ def _identity(report: dict[str, Any]) -> dict[str, Any]:
     return _flatten(same, "")
 
 
+def _settings_read(report: dict[str, Any]) -> set[str]:
+    """The method-specific settings (``METHOD_SETTINGS``, ``WORLD_MODEL_SETTINGS``) that a report's methods read."""
+    used: set[str] = set()
+    for method in report.get("results") or {}:
+        base = method.split("@")[0]
+        if base != "zero_shot":
+            used.update(METHOD_SETTINGS.get(base, WORLD_MODEL_SETTINGS))
+    return used
+
+
+def _join_differences(first: dict[str, Any], other: dict[str, Any]) -> list[str]:
+    """Dotted keys in which two reports of one seed differ, leaving out settings that either one's methods do not read.
+
+    Why: a report of the RL baselines alone records the world-model finetuning settings at whatever they were
+    (their defaults), and a report of dynamics-only finetuning alone the baselines' settings; neither ran with them.
+    """
+    unread = _METHOD_SPECIFIC - (_settings_read(first) & _settings_read(other))
+    keys = (*MERGE_SAME, "heldout_windows")
+    flat_a, flat_b = (_flatten({k: r.get(k) for k in keys}, "") for r in (first, other))
+    return sorted(k for k in flat_a.keys() | flat_b.keys()
+                  if not any(k == u or k.startswith(u + ".") for u in unread)
+                  and flat_a.get(k, "<absent>") != flat_b.get(k, "<absent>"))  # fmt: skip
+
+
+def _settings_from_users(members: list[dict[str, Any]]) -> dict[str, Any]:
+    """A copy of the first report, each method-specific setting taken from the first report whose methods read it."""
+    out = copy.deepcopy(members[0])
+    for setting in sorted(_METHOD_SPECIFIC):
+        user = next((r for r in members if setting in _settings_read(r)), None)
+        if user is None:
+            continue
+        *parents, leaf = setting.split(".")
+        source, target = user, out
+        for key in parents:
+            source, target = source.get(key) or {}, target.setdefault(key, {})
+        if leaf in source:
+            target[leaf] = copy.deepcopy(source[leaf])
+        else:
+            target.pop(leaf, None)
+    return out
+
+
 def join_seed_reports(
     reports: list[dict[str, Any]], names: list[str], method_order: Sequence[str] = ()
 ) -> tuple[list[dict[str, Any]], list[str]]:
@@ -213,7 +262,9 @@ def join_seed_reports(
 
     Why: on a 2-core machine both world-model methods of three seeds take longer than the seeds of one method
     run side by side; a method can run later, in its own process, with the same seed. Reports of a seed must be
-    the same run in all but their methods, and their zero-shot measurements identical: the same seed measures
+    the same run in all but their methods (and the settings that only the other report's methods read, such as
+    the RL baselines' budgets and dataset: ``METHOD_SETTINGS``; the joined report takes each from the report
+    whose methods read it), and their zero-shot measurements identical: the same seed measures
     the same zero-shot episodes, so a difference means they are not the same run. Names of joined reports
     become ``"a.json + b.json"``; reports of seeds that appear once pass through unchanged. A joined report lists
     its methods in ``method_order`` (the benchmark's ``METHOD_CHOICES``); methods it does not name follow in the
@@ -240,7 +291,7 @@ def join_seed_reports(
             if twice:
                 raise ValueError(f"seed {seed} appears twice ({names[members[0]]} and {name}, both with {twice}); "
                                  f"each report must be another seed, or other methods of the same seed")
-            differ = [k for k in (*MERGE_SAME, "heldout_windows") if report.get(k) != first.get(k)]
+            differ = _join_differences(first, report)
             if (report.get("results") or {}).get("zero_shot") != results.get("zero_shot"):
                 differ.append("results.zero_shot")
             if differ:
@@ -249,7 +300,8 @@ def join_seed_reports(
             results.update(report["results"])
         order = {m: k for k, m in enumerate(method_order)}
         results = dict(sorted(results.items(), key=lambda item: order.get(item[0], len(order))))
-        joined = {**first, "results": results, "summary": summarise(results),
+        joined = {**_settings_from_users([reports[j] for j in members]), "results": results,
+                  "summary": summarise(results),
                   "wall_s": float(sum(reports[j].get("wall_s", 0.0) for j in members)),
                   "final_checkpoints": {k: v for j in members for k, v in (reports[j].get("final_checkpoints")
                                                                             or {}).items()},
