@@ -409,7 +409,7 @@ def test_merge_joins_rl_baselines_run_later_with_their_own_settings():
     assert merged["config"]["finetune"]["steps"] == a["config"]["finetune"]["steps"] != 1
     last = merged["summary"]["dynamics_only"]["by_minute"][-1]
     assert last["metric_minus_rlpd"] == pytest.approx(4.5)  # paired on the same episodes: 5.0 - 0.5
-    # a setting both reports' methods read must still agree: the RL run with other episodes lengths is refused
+    # a setting both reports' methods read must still agree: an RL run with other episode lengths is refused
     other = _as_rlpd(a, [(0.5, 1.0, 30.0)] * 2)
     other["config"]["eval_s"] = 5.0
     with pytest.raises(ValueError, match="config.eval_s"):

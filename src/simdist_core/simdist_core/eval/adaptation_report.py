@@ -238,8 +238,11 @@ def _join_differences(first: dict[str, Any], other: dict[str, Any]) -> list[str]
 
 
 def _settings_from_users(members: list[dict[str, Any]]) -> dict[str, Any]:
-    """A copy of the first report, each method-specific setting taken from the first report whose methods read it."""
-    out = copy.deepcopy(members[0])
+    """The first report, each method-specific setting taken from the first report whose methods read it.
+
+    Only ``config`` is copied (the settings live there and at the top level); the rest is shared with the input.
+    """
+    out = {**members[0], "config": copy.deepcopy(members[0].get("config") or {})}
     for setting in sorted(_METHOD_SPECIFIC):
         user = next((r for r in members if setting in _settings_read(r)), None)
         if user is None:
