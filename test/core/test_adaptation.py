@@ -394,6 +394,20 @@ def _as_rlpd(report, episodes):
     return out
 
 
+def _with_later_mark(report, metric):
+    """The same seed's world-model report run one minute mark further (2.0), where it scored ``metric``."""
+    from simdist_core.eval.adaptation_report import summarise
+
+    out = json.loads(json.dumps(report))
+    res = out["results"]["dynamics_only"]
+    for key, values in res.items():
+        if isinstance(values, list) and len(values) == 2:  # per-mark values: the new mark as the last one
+            values.append({"minutes": 2.0, "metric": metric, "episode_metric": [metric, metric]}.get(key, values[-1]))
+    out["config"]["minutes"] = [0.0, 1.0, 2.0]
+    out["summary"] = summarise(out["results"])
+    return out
+
+
 def test_merge_joins_rl_baselines_run_later_with_their_own_settings():
     from simdist_core.eval.adaptation import METHOD_CHOICES
     from simdist_core.eval.adaptation_report import merge_reports
@@ -409,6 +423,14 @@ def test_merge_joins_rl_baselines_run_later_with_their_own_settings():
     assert merged["config"]["finetune"]["steps"] == a["config"]["finetune"]["steps"] != 1
     last = merged["summary"]["dynamics_only"]["by_minute"][-1]
     assert last["metric_minus_rlpd"] == pytest.approx(4.5)  # paired on the same episodes: 5.0 - 0.5
+    # the baselines may stop at an earlier minute mark: compared where both have one
+    a_long, b_long = (_with_later_mark(r, 3.0) for r in (a, b))
+    merged = merge_reports([a_long, b_long, a_rl, b_rl], ["a.json", "b.json", "ar.json", "br.json"], METHOD_CHOICES)
+    assert merged["config"]["minutes"] == [0.0, 1.0, 2.0]
+    assert merged["results"]["dynamics_only"]["minutes"] == [0.0, 1.0, 2.0]
+    assert merged["results"]["rlpd"]["minutes"] == [0.0, 1.0]
+    rows = merged["summary"]["dynamics_only"]["by_minute"]
+    assert rows[1]["metric_minus_rlpd"] == pytest.approx(4.5) and "metric_minus_rlpd" not in rows[2]
     # a setting both reports' methods read must still agree: an RL run with other episode lengths is refused
     other = _as_rlpd(a, [(0.5, 1.0, 30.0)] * 2)
     other["config"]["eval_s"] = 5.0

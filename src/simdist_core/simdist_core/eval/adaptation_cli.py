@@ -95,7 +95,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
                              "--json (pooled means, 95 %% CIs over seeds and episodes, per-seed values); reports of "
                              "one seed that ran other --methods are joined first (settings that only the other "
                              "report's methods read, such as --set rlpd.* or --data for the RL baselines, may "
-                             "differ); runs nothing and takes only --json and --plot")
+                             "differ, and so may --minutes); runs nothing and takes only --json and --plot")
     parser.add_argument("--json", type=Path, required=True, help="write the report here")
     parser.add_argument("--plot", type=Path, help="also draw the curves into this PNG")
     return parser.parse_args(argv)

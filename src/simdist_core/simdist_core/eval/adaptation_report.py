@@ -170,6 +170,11 @@ METHOD_SETTINGS = {"rlpd": ("config.rlpd", "rl_dataset"), "iql": ("config.iql", 
 WORLD_MODEL_SETTINGS = ("config.finetune", "replay_dataset")
 """Report settings that only the world-model finetuning methods read (``METHODS`` of the benchmark)."""
 _METHOD_SPECIFIC = frozenset(WORLD_MODEL_SETTINGS).union(*METHOD_SETTINGS.values())
+JOIN_MAY_DIFFER = "config.minutes"
+"""Reports of one seed may run their methods to different minute marks: each method's marks are in its own
+results, and collection round k has the same seeds whatever the last mark is. Why: the RL baselines cost about an
+hour of CPU per seed per 10 minutes of experience here, so they may stop at 10 minutes beside a 30-minute
+world-model run. The joined ``config.minutes`` is the union."""
 PER_SEED_MEAN = ("latent_error", "probe_error", "reward_error", "reward_per_step", "falls")
 """Per-point values a merged report gives as the mean over seeds (each seed's in ``<key>_per_seed``)."""
 
@@ -229,7 +234,7 @@ def _join_differences(first: dict[str, Any], other: dict[str, Any]) -> list[str]
     Why: a report of the RL baselines alone records the world-model finetuning settings at whatever they were
     (their defaults), and a report of dynamics-only finetuning alone the baselines' settings; neither ran with them.
     """
-    unread = _METHOD_SPECIFIC - (_settings_read(first) & _settings_read(other))
+    unread = (_METHOD_SPECIFIC - (_settings_read(first) & _settings_read(other))) | {JOIN_MAY_DIFFER}
     keys = (*MERGE_SAME, "heldout_windows")
     flat_a, flat_b = (_flatten({k: r.get(k) for k in keys}, "") for r in (first, other))
     return sorted(k for k in flat_a.keys() | flat_b.keys()
@@ -268,7 +273,8 @@ def join_seed_reports(
     the same run in all but their methods (and the settings that only the other report's methods read, such as
     the RL baselines' budgets and dataset: ``METHOD_SETTINGS``; the joined report takes each from the report
     whose methods read it), and their zero-shot measurements identical: the same seed measures
-    the same zero-shot episodes, so a difference means they are not the same run. Names of joined reports
+    the same zero-shot episodes, so a difference means they are not the same run. Their methods may stop at
+    different minute marks (``JOIN_MAY_DIFFER``; comparisons pair only the marks both have). Names of joined reports
     become ``"a.json + b.json"``; reports of seeds that appear once pass through unchanged. A joined report lists
     its methods in ``method_order`` (the benchmark's ``METHOD_CHOICES``); methods it does not name follow in the
     order the reports give them.
@@ -309,6 +315,8 @@ def join_seed_reports(
                   "final_checkpoints": {k: v for j in members for k, v in (reports[j].get("final_checkpoints")
                                                                             or {}).items()},
                   "joined_from": [names[j] for j in members]}  # fmt: skip
+        joined["config"]["minutes"] = sorted({float(m) for j in members
+                                              for m in (reports[j].get("config") or {}).get("minutes") or ()})
         out.append(joined)
         out_names.append(" + ".join(names[j] for j in members))
     return out, out_names
