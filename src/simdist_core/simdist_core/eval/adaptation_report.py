@@ -229,16 +229,17 @@ def _settings_read(report: dict[str, Any]) -> set[str]:
 
 
 def _join_differences(first: dict[str, Any], other: dict[str, Any]) -> list[str]:
-    """Dotted keys in which two reports of one seed differ, leaving out settings that either one's methods do not read.
+    """Dotted keys in which two reports of one seed differ, leaving out settings that either one's methods do not read
+    and the minute marks (``JOIN_MAY_DIFFER``).
 
     Why: a report of the RL baselines alone records the world-model finetuning settings at whatever they were
     (their defaults), and a report of dynamics-only finetuning alone the baselines' settings; neither ran with them.
     """
-    unread = (_METHOD_SPECIFIC - (_settings_read(first) & _settings_read(other))) | {JOIN_MAY_DIFFER}
+    ignored = (_METHOD_SPECIFIC - (_settings_read(first) & _settings_read(other))) | {JOIN_MAY_DIFFER}
     keys = (*MERGE_SAME, "heldout_windows")
     flat_a, flat_b = (_flatten({k: r.get(k) for k in keys}, "") for r in (first, other))
     return sorted(k for k in flat_a.keys() | flat_b.keys()
-                  if not any(k == u or k.startswith(u + ".") for u in unread)
+                  if not any(k == u or k.startswith(u + ".") for u in ignored)
                   and flat_a.get(k, "<absent>") != flat_b.get(k, "<absent>"))  # fmt: skip
 
 
