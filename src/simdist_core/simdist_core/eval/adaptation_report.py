@@ -231,8 +231,9 @@ def _settings_read(report: dict[str, Any]) -> set[str]:
 def _join_differences(first: dict[str, Any], other: dict[str, Any]) -> list[str]:
     """Dotted keys in which two reports of one seed differ, but for their minute marks and unread settings.
 
-    Left out: the minute marks (``JOIN_MAY_DIFFER``) and settings that either one's methods do not read. Why: a report of the RL baselines alone records the world-model finetuning settings at whatever they were
-    (their defaults), and a report of dynamics-only finetuning alone the baselines' settings; neither ran with them.
+    Left out: the minute marks (``JOIN_MAY_DIFFER``) and settings that either one's methods do not read. Why: a
+    report of the RL baselines alone records the world-model finetuning settings at whatever they were (their
+    defaults), and a report of dynamics-only finetuning alone the baselines' settings; neither ran with them.
     """
     ignored = (_METHOD_SPECIFIC - (_settings_read(first) & _settings_read(other))) | {JOIN_MAY_DIFFER}
     keys = (*MERGE_SAME, "heldout_windows")
