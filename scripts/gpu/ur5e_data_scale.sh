@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# The UR5e peg model's data-scale run on a lent GPU (protocol: bench_results/UR5E_DATA_SCALE.md), as two device
+# commands; the second waits for the training that the first leaves running:
+#
+#   OUT=/dir scripts/gpu/ur5e_data_scale.sh train   # generate ROWS rows, start pretraining in the background,
+#                                                    # evaluate the shipped checkpoint meanwhile on the spare cores
+#   OUT=/dir scripts/gpu/ur5e_data_scale.sh eval    # wait for the new checkpoint, evaluate it on the same seeds,
+#                                                    # pack checkpoint, logs and eval reports into $OUT
+#
+# The recipe is the shipped checkpoint's (checkpoints/README.md) with one change: ROWS rows instead of 160,000.
+# Evaluation: the planner the UR5e graph deploys (the checkpoint's MPPI with prior_weight 1000), <= 15 s per
+# episode, seeds 1000-1019 and 2000-2039 (the seeds of the prior_weight runs), EPISODES_PER_JOB per process.
+# A machine without MuJoCo gets it from wheels in .whl/ (and EGL from .gl/*.deb), as the device tool's notes say.
+# Dry run on a CPU: DEVICE=cpu ROWS=3000 UPDATES=20 WORKERS=2 SEEDS="1000" EPISODES_PER_JOB=1 PYTHON=.venv/bin/python
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:?set OUT to the folder for the results}
+STAGE=${1:?train or eval}
+ROWS=${ROWS:-240000}
+UPDATES=${UPDATES:-7000}
+WORKERS=${WORKERS:-15}
+DEVICE=${DEVICE:-cuda}
+EPISODES_PER_JOB=${EPISODES_PER_JOB:-5}
+SEEDS=${SEEDS:-"1000 1005 1010 1015 2000 2005 2010 2015 2020 2025 2030 2035"}
+PARALLEL=${PARALLEL:-16}
+WAIT_S=${WAIT_S:-540}          # the train stage returns after this long; training goes on
+WORK=${WORK:-/tmp/ur5e_scale}
+PY=${PYTHON:-python3}
+export MUJOCO_GL=egl PYTHONUNBUFFERED=1
+t0=$(date +%s)
+elapsed() { echo $(( $(date +%s) - t0 )); }
+
+if [ -d .gl ] && ! "$PY" -c "import mujoco" 2>/dev/null; then
+  for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
+  export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
+fi
+if [ -d .whl ] && ! "$PY" -c "import mujoco" 2>/dev/null; then
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+  export PYTHONPATH=/tmp/site
+fi
+export PYTHONPATH=src/simdist_core${PYTHONPATH:+:$PYTHONPATH}
+simdist() { "$PY" -m simdist_core.cli "$@"; }
+
+# One eval process: EPISODES_PER_JOB episodes from seed $2 of checkpoint $1, report into $WORK/eval/$3_$2.json.
+eval_jobs() {  # $1 checkpoint, $2 name, $3 parallel processes
+  mkdir -p "$WORK/eval"
+  for s in $SEEDS; do echo "$s"; done | xargs -P "$3" -I{} sh -c "\"$PY\" -m simdist_core.cli eval --checkpoint $1 \
+    --task ur5e/peg --preset checkpoint --planner prior_weight=1000 --seconds 15 --episodes $EPISODES_PER_JOB \
+    --seed {} --json $WORK/eval/$2_{}.json > $WORK/eval/$2_{}.log 2>&1 || echo eval $2 {} failed"
+}
+
+if [ "$STAGE" = train ]; then
+  rm -rf "$WORK"; mkdir -p "$WORK"
+  "$PY" -c "import mujoco, torch; print('mujoco', mujoco.__version__, 'torch', torch.__version__, \
+'cuda', torch.cuda.is_available() and torch.cuda.get_device_name(0))"
+  nproc; free -g | head -2
+  simdist generate --robot ur5e --task peg --steps "$ROWS" --out "$WORK/data" --workers "$WORKERS" --seed 0 \
+    --no-fsync 2>&1 | tr '\r' '\n' | grep -v "step/s" | tail -5
+  echo "generated at $(elapsed) s"
+  setsid nohup "$PY" -m simdist_core.cli pretrain --data "$WORK/data" --robot ur5e --out "$WORK/model" \
+    --batch 256 --steps "$UPDATES" --no-progress --set device="$DEVICE" --set threads=4 \
+    --set resident_data="$([ "$DEVICE" = cpu ] && echo false || echo true)" --set eval_windows=1024 \
+    --set optim.warmup_steps=300 --set eval_every=1000 --set log_every=100 --set save_every=500 \
+    > "$WORK/pretrain.log" 2>&1 < /dev/null &
+  # The shipped checkpoint on the same seeds and machine, on the cores the GPU run leaves free.
+  setsid nohup bash -c "$(declare -f eval_jobs); PY='$PY' SEEDS='$SEEDS' WORK='$WORK' \
+    EPISODES_PER_JOB=$EPISODES_PER_JOB eval_jobs checkpoints/ur5e shipped $((PARALLEL - 4)); \
+    touch $WORK/eval/shipped.done" > "$WORK/eval_shipped.log" 2>&1 < /dev/null &
+  while [ ! -f "$WORK/model/manifest.json" ] && [ "$(elapsed)" -lt "$WAIT_S" ]; do sleep 10; done
+  echo "train stage returns at $(elapsed) s"; tail -3 "$WORK/pretrain.log"; ls "$WORK/eval" | head -40
+  exit 0
+fi
+
+# eval stage
+while [ ! -f "$WORK/model/manifest.json" ]; do
+  if ! pgrep -f "simdist_core.cli pretrain" > /dev/null; then echo "pretraining died:"; tail -30 "$WORK/pretrain.log"; break; fi
+  sleep 5
+done
+echo "checkpoint ready at $(elapsed) s"; tail -3 "$WORK/pretrain.log"
+while [ ! -f "$WORK/eval/shipped.done" ] && [ "$(elapsed)" -lt 240 ]; do sleep 3; done
+[ -f "$WORK/model/manifest.json" ] && eval_jobs "$WORK/model" data_scale "$PARALLEL"
+echo "evaluated at $(elapsed) s"
+tar czf "$OUT/ur5e_data_scale.tgz" -C "$WORK" --ignore-failed-read model eval pretrain.log model.run/train.csv \
+  model.run/eval.csv data/dataset.json data/value_fn.json || true
+"$PY" - "$WORK/eval" <<'PY'
+import json, pathlib, sys
+folder = pathlib.Path(sys.argv[1])
+rows = {}
+for path in sorted(folder.glob("*.json")):
+    name, seed = path.stem.rsplit("_", 1)
+    report = json.loads(path.read_text())
+    for i, ep in enumerate(report["per_episode"]):
+        rows.setdefault(name, {})[int(seed) + i] = ep
+for name, eps in rows.items():
+    n, ok = len(eps), sum(e["success"] for e in eps.values())
+    stages = {k: sum(e[k] for e in eps.values()) for k in ("reached_hole", "centred_at_hole", "entered_hole")}
+    print(f"{name:<12} {int(ok)}/{n} inserted; {stages}")
+if len(rows) == 2:
+    a, b = rows["shipped"], rows["data_scale"]
+    both = sorted(set(a) & set(b))
+    wins = sum(b[s]["success"] > a[s]["success"] for s in both)
+    losses = sum(b[s]["success"] < a[s]["success"] for s in both)
+    print(f"paired over {len(both)} seeds: new wins {wins}, loses {losses}")
+PY
