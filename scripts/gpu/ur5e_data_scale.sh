@@ -82,23 +82,4 @@ while [ ! -f "$WORK/eval/shipped.done" ] && [ "$(elapsed)" -lt 240 ]; do sleep 3
 echo "evaluated at $(elapsed) s"
 tar czf "$OUT/ur5e_data_scale.tgz" -C "$WORK" --ignore-failed-read model eval pretrain.log model.run/train.csv \
   model.run/eval.csv data/dataset.json data/value_fn.json || true
-"$PY" - "$WORK/eval" <<'PY'
-import json, pathlib, sys
-folder = pathlib.Path(sys.argv[1])
-rows = {}
-for path in sorted(folder.glob("*.json")):
-    name, seed = path.stem.rsplit("_", 1)
-    report = json.loads(path.read_text())
-    for i, ep in enumerate(report["per_episode"]):
-        rows.setdefault(name, {})[int(seed) + i] = ep
-for name, eps in rows.items():
-    n, ok = len(eps), sum(e["success"] for e in eps.values())
-    stages = {k: sum(e[k] for e in eps.values()) for k in ("reached_hole", "centred_at_hole", "entered_hole")}
-    print(f"{name:<12} {int(ok)}/{n} inserted; {stages}")
-if len(rows) == 2:
-    a, b = rows["shipped"], rows["data_scale"]
-    both = sorted(set(a) & set(b))
-    wins = sum(b[s]["success"] > a[s]["success"] for s in both)
-    losses = sum(b[s]["success"] < a[s]["success"] for s in both)
-    print(f"paired over {len(both)} seeds: new wins {wins}, loses {losses}")
-PY
+"$PY" scripts/diagnostics/eval_pairs.py "$WORK/eval" --base shipped --new data_scale --json "$OUT/ur5e_data_scale.json"
