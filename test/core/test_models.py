@@ -1,10 +1,13 @@
 """World model: shapes per encoder, causality of the multi-step dynamics, input validation, freezing."""
 
 import dataclasses
+import math
 
 import pytest
 import torch
+from simdist_core.config import from_dict, to_dict
 from simdist_core.models import ENCODERS, PART_NAMES, Latent, LossWeights, WorldModel, WorldModelConfig, freeze_except
+from simdist_core.models.encoders import FIXTURE_OFFSET_CLIP, fixture_frame
 from simdist_core.planning.bench import random_model_input
 from simdist_core.robots import GO2, UR5E
 from simdist_core.training.losses import world_model_loss
@@ -149,3 +152,52 @@ def test_freeze_except_dynamics_leaves_other_parts_bit_identical():
     assert changed == {"dynamics"}, f"only dynamics may change, changed: {changed}"
     with pytest.raises(KeyError, match="valid parts"):
         freeze_except(model, ("dynamic",))
+
+
+def _ur5e_rows(tip_xy, yaw, batch=1):
+    """Raw UR5e proprio (batch, T, P) with the tool tip at ``tip_xy`` (m, base frame) and tool yaw ``yaw`` (rad)."""
+    proprio = torch.zeros(batch, UR5E.history, UR5E.proprio_dim)
+    proprio[..., UR5E.proprio_slice("tcp_pos")] = torch.tensor([*tip_xy, 0.1])
+    proprio[..., UR5E.proprio_slice("tcp_yaw")] = torch.tensor([math.cos(yaw), math.sin(yaw)])
+    return proprio
+
+
+def test_fixture_frame_is_the_tip_offset_along_the_fixture_axes_and_a_quarter_turn_yaw_error():
+    hole = torch.tensor([[0.15, -0.5, math.pi / 2]])  # hole at (0.15, -0.5), fixture turned a quarter turn
+    # 1 mm along base +y is 1 mm along the turned fixture's +x axis: 0.2 units of 5 mm, and no yaw error
+    frame = fixture_frame(UR5E, _ur5e_rows((0.15, -0.499), math.pi / 2), hole)
+    assert frame.shape == (1, UR5E.history, 4)
+    torch.testing.assert_close(frame[0, 0], torch.tensor([0.2, 0.0, 0.0, 1.0]), atol=1e-4, rtol=0)
+    # a yaw error and the same error plus a quarter turn fit the square hole alike: same input
+    a = fixture_frame(UR5E, _ur5e_rows((0.15, -0.5), math.pi / 2 + 0.05), hole)
+    b = fixture_frame(UR5E, _ur5e_rows((0.15, -0.5), math.pi / 2 + 0.05 + math.pi / 2), hole)
+    torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+    assert a[0, 0, 2] == pytest.approx(math.sin(0.2), abs=1e-5)
+    # far away the offset saturates instead of growing without bound
+    far = fixture_frame(UR5E, _ur5e_rows((0.45, -0.5), math.pi / 2), hole)
+    assert far[0, 0, :2].abs().max() == pytest.approx(FIXTURE_OFFSET_CLIP)
+
+
+def test_command_frame_model_sees_a_sub_millimetre_shift_of_the_command_and_old_configs_load():
+    cfg = dataclasses.replace(SMALL, command_frame=True)
+    model = _make_model(UR5E, cfg)
+    obs = random_model_input(UR5E, batch=2)
+    obs["proprio"] = _ur5e_rows((0.15, -0.5), 0.0, batch=2)
+    obs["command"] = torch.tensor([[0.15, -0.5, 0.0]] * 2)
+    shifted = {**obs, "command": obs["command"] + torch.tensor([0.0003, 0.0, 0.0])}  # 0.3 mm
+    first, second = model.encode(obs), model.encode(shifted)
+    assert first.z.shape == (2, cfg.latent_dim) and first.context.shape == (2, 2 * UR5E.history + 1, cfg.width)
+    # the proprio tokens carry the frame, so the context moves as well as the latent
+    assert (first.z - second.z).abs().max() > 1e-4
+    assert (first.context[:, : UR5E.history] - second.context[:, : UR5E.history]).abs().max() > 1e-4
+    from test_losses import make_batch  # noqa: PLC0415 (shared builder)
+
+    loss, _ = world_model_loss(model, make_batch(UR5E, horizon=4))
+    loss.backward()
+    assert model.encoder.proprio_token.weight.grad[:, -4:].abs().sum() > 0, "the frame columns get gradient"
+    # a model config saved before the option existed has no key for it: it loads with the option off
+    saved = to_dict(SMALL)
+    del saved["command_frame"]
+    assert from_dict(WorldModelConfig, saved).command_frame is False
+    with pytest.raises(ValueError, match="command_frame"):
+        WorldModel(GO2, cfg)  # Go2's command is a velocity, not a pose

@@ -67,6 +67,12 @@ class RobotSpec:
     the horizon to draw positions (Go2); ``"tcp_position"`` = tool tip (x, y, z) in the robot base
     frame, metres (UR5e). The env's ``privileged_state()["probe"]`` is the (3,) training target."""
 
+    command_frame: str | None = None
+    """How the encoder may express the robot's pose in the command's frame when the model asks for it
+    (``WorldModelConfig.command_frame``; kinds in ``simdist_core.models.encoders.COMMAND_FRAMES``): ``"fixture"``
+    = the tool tip's offset from the commanded hole in the fixture's axes and its yaw error (UR5e); None = the
+    command is not a pose (Go2's is a velocity)."""
+
     def __post_init__(self) -> None:
         if self.action_dim != len(self.action_names):
             raise ValueError(f"{self.name}: action_dim={self.action_dim} but {len(self.action_names)} action_names")
@@ -148,6 +154,7 @@ UR5E = RobotSpec(
     control_hz=20.0,
     image_shape=(64, 64),
     probe="tcp_position",
+    command_frame="fixture",
 )
 
 ROBOTS: dict[str, RobotSpec] = {spec.name: spec for spec in (GO2, UR5E)}

@@ -7,6 +7,8 @@ and adds one exteroceptive feature (a height-map CNN or an RGB CNN).
 Context tokens (what dynamics, reward and value heads attend to), width W:
     T proprio tokens, T action tokens and one token for ``z_t`` -> (B, 2T + 1, W).
 The proprio normaliser (mean/std buffers) lives here, so it is saved with the encoder's weights.
+With ``WorldModelConfig.command_frame`` each proprio row is extended by the robot's pose in the command's
+frame (``COMMAND_FRAMES``), so the history MLP, the latent and the proprio tokens all see it.
 """
 
 from __future__ import annotations
@@ -24,6 +26,34 @@ if TYPE_CHECKING:
     from simdist_core.models.world_model import WorldModelConfig
 
 
+FIXTURE_OFFSET_UNIT_M = 0.005
+"""The fixture-frame offset is fed in units of 5 mm: the 0.5 mm clearance is 0.1, the approach (up to ~5 cm) 10."""
+FIXTURE_OFFSET_CLIP = 10.0
+
+
+def fixture_frame(spec: RobotSpec, proprio: torch.Tensor, command: torch.Tensor) -> torch.Tensor:
+    """The tool tip in the commanded fixture's frame: (B, T, 4) from raw ``proprio`` (B, T, P) and ``command`` (B, 3).
+
+    Columns: the tip's lateral offset from the commanded hole along the fixture's x and y axes (units of
+    ``FIXTURE_OFFSET_UNIT_M``, clipped to +-``FIXTURE_OFFSET_CLIP``), then sin and cos of 4 x the yaw error (a
+    square peg fits every quarter turn, so errors a quarter turn apart are the same input). Each history row uses
+    the current command: the fixture does not move during an episode.
+    """
+    tip_xy = proprio[..., spec.proprio_slice("tcp_pos")][..., :2]  # (B, T, 2) base frame, m
+    cos_sin = proprio[..., spec.proprio_slice("tcp_yaw")]  # (B, T, 2)
+    hole_xy, hole_yaw = command[:, None, :2], command[:, None, 2]  # (B, 1, 2), (B, 1)
+    dx, dy = (tip_xy - hole_xy).unbind(-1)
+    c, s = torch.cos(hole_yaw), torch.sin(hole_yaw)
+    along = torch.stack([c * dx + s * dy, -s * dx + c * dy], dim=-1) / FIXTURE_OFFSET_UNIT_M  # rotate by -yaw
+    yaw_error = torch.atan2(cos_sin[..., 1], cos_sin[..., 0]) - hole_yaw
+    return torch.cat([along.clamp(-FIXTURE_OFFSET_CLIP, FIXTURE_OFFSET_CLIP),
+                      torch.stack([torch.sin(4 * yaw_error), torch.cos(4 * yaw_error)], dim=-1)], dim=-1)  # fmt: skip
+
+
+COMMAND_FRAMES = {"fixture": (fixture_frame, 4)}
+"""``RobotSpec.command_frame`` kind -> (function (spec, raw proprio, command) -> (B, T, F), F)."""
+
+
 class ProprioEncoder(nn.Module):
     """Shared part: proprio + previous-action history (+ command) and one extra feature.
 
@@ -38,14 +68,20 @@ class ProprioEncoder(nn.Module):
         t, p, a, w = spec.history, spec.proprio_dim, spec.action_dim, cfg.width
         self.register_buffer("proprio_mean", torch.zeros(p))
         self.register_buffer("proprio_std", torch.ones(p))
+        self.frame, f = None, 0
+        if cfg.command_frame:
+            if spec.command_frame not in COMMAND_FRAMES:
+                raise ValueError(f"{spec.name}: command_frame needs a RobotSpec.command_frame in "
+                                 f"{sorted(COMMAND_FRAMES)}, got {spec.command_frame!r}")  # fmt: skip
+            self.frame, f = COMMAND_FRAMES[spec.command_frame]
         c = spec.command_dim
         # Fixed command scaling from the spec; non-persistent, so checkpoints hold no copy that could disagree.
         self.register_buffer("command_offset", torch.tensor(spec.command_offset or (0.0,) * c), persistent=False)
         self.register_buffer("command_scale", torch.tensor(spec.command_scale or (1.0,) * c), persistent=False)
-        self.proprio_token = nn.Linear(p, w)
+        self.proprio_token = nn.Linear(p + f, w)
         self.action_token = nn.Linear(a, w)
         self.time_embed = nn.Parameter(torch.zeros(2, t, w))  # (kind, T, W): proprio / action rows
-        self.history_mlp = mlp(t * (p + a), cfg.encoder_hidden, cfg.encoder_hidden)
+        self.history_mlp = mlp(t * (p + f + a), cfg.encoder_hidden, cfg.encoder_hidden)
         self.fusion = nn.Sequential(
             mlp(cfg.encoder_hidden + self.extra_dim + spec.command_dim, cfg.encoder_hidden, cfg.latent_dim),
             SimNorm(cfg.simnorm_group),
@@ -68,6 +104,8 @@ class ProprioEncoder(nn.Module):
             ``z`` (B, D) on the simplex groups and ``context`` (B, 2T + 1, W).
         """
         proprio = (obs["proprio"] - self.proprio_mean) / self.proprio_std  # (B, T, P)
+        if self.frame is not None:
+            proprio = torch.cat([proprio, self.frame(self.spec, obs["proprio"], obs["command"])], dim=-1)  # (B, T, P+F)
         actions = obs["prev_actions"]  # (B, T, A)
         history = self.history_mlp(torch.cat([proprio, actions], dim=-1).flatten(1))  # (B, hidden)
         parts = [history, self.extra_features(obs)]

@@ -83,6 +83,12 @@ class WorldModelConfig:
     """Group size of the simplicial normalisation on latents."""
     dynamics: Literal["transformer", "mlp"] = "transformer"
     """Dynamics kind: multi-step transformer (one pass) or autoregressive MLP."""
+    command_frame: bool = False
+    """Also feed the encoder, beside each proprio row, the robot's pose in the command's frame
+    (``RobotSpec.command_frame``; the UR5e: the tip's offset from the commanded hole and its yaw error). The
+    inputs hold that offset to 0.23 mm, but a latent learned from absolute positions kept it only to 2.4 mm and
+    lost the yaw (``bench_results/ur5e_latent_readout.json``), against a clearance of 0.5 mm. Off in models
+    trained before it existed."""
     loss: LossWeights = field(default_factory=LossWeights)
     """Default loss weights for ``training.losses.world_model_loss``."""
 

@@ -1,22 +1,28 @@
 #!/usr/bin/env bash
-# The UR5e peg model's data-scale run on a lent GPU (protocol: bench_results/UR5E_DATA_SCALE.md), as two device
-# commands; the second waits for the training that the first leaves running:
+# A UR5e peg model pretrained on a lent GPU and compared with the shipped one, as two device commands; the second
+# waits for the training that the first leaves running:
 #
-#   OUT=/dir scripts/gpu/ur5e_data_scale.sh train   # generate ROWS rows, start pretraining in the background,
-#                                                    # evaluate the shipped checkpoint meanwhile on the spare cores
-#   OUT=/dir scripts/gpu/ur5e_data_scale.sh eval    # wait for the new checkpoint, evaluate it on the same seeds,
-#                                                    # pack checkpoint, logs and eval reports into $OUT
+#   OUT=/dir NAME=x scripts/gpu/ur5e_train_eval.sh train   # generate ROWS rows, start pretraining in the background,
+#                                                           # evaluate the shipped checkpoint meanwhile on spare cores
+#   OUT=/dir NAME=x scripts/gpu/ur5e_train_eval.sh eval    # wait for the new checkpoint, evaluate it on the same
+#                                                           # seeds, pack checkpoint, logs and reports into $OUT
 #
-# The recipe is the shipped checkpoint's (checkpoints/README.md) with one change: ROWS rows instead of 160,000.
+# The recipe is the shipped checkpoint's (checkpoints/README.md) with ROWS rows and PRETRAIN_SET (extra
+# `--set key=value` words for `simdist pretrain`). Runs so far, each with its protocol:
+#   NAME=data_scale ROWS=240000                                          bench_results/UR5E_DATA_SCALE.md
+#   NAME=command_frame ROWS=160000 PRETRAIN_SET="model.command_frame=true" bench_results/UR5E_COMMAND_FRAME.md
 # Evaluation: the planner the UR5e graph deploys (the checkpoint's MPPI with prior_weight 1000), <= 15 s per
-# episode, seeds 1000-1019 and 2000-2039 (the seeds of the prior_weight runs), EPISODES_PER_JOB per process.
+# episode, seeds 1000-1019 and 2000-2039 (the seeds of the prior_weight runs), EPISODES_PER_JOB per process;
+# the two are joined by scripts/diagnostics/eval_pairs.py into $OUT/ur5e_$NAME.json.
 # A machine without MuJoCo gets it from wheels in .whl/ (and EGL from .gl/*.deb), as the device tool's notes say.
 # Dry run on a CPU: DEVICE=cpu ROWS=3000 UPDATES=20 WORKERS=2 SEEDS="1000" EPISODES_PER_JOB=1 PYTHON=.venv/bin/python
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:?set OUT to the folder for the results}
 STAGE=${1:?train or eval}
-ROWS=${ROWS:-240000}
+NAME=${NAME:?name of the run (data_scale, command_frame, ...)}
+ROWS=${ROWS:?rows of data to generate}
+PRETRAIN_SET=${PRETRAIN_SET:-}
 UPDATES=${UPDATES:-7000}
 WORKERS=${WORKERS:-15}
 DEVICE=${DEVICE:-cuda}
@@ -24,7 +30,7 @@ EPISODES_PER_JOB=${EPISODES_PER_JOB:-5}
 SEEDS=${SEEDS:-"1000 1005 1010 1015 2000 2005 2010 2015 2020 2025 2030 2035"}
 PARALLEL=${PARALLEL:-16}
 WAIT_S=${WAIT_S:-540}          # the train stage returns after this long; training goes on
-WORK=${WORK:-/tmp/ur5e_scale}
+WORK=${WORK:-/tmp/ur5e_$NAME}
 PY=${PYTHON:-python3}
 export MUJOCO_GL=egl PYTHONUNBUFFERED=1
 t0=$(date +%s)
@@ -61,7 +67,7 @@ if [ "$STAGE" = train ]; then
     --batch 256 --steps "$UPDATES" --no-progress --set device="$DEVICE" --set threads=4 \
     --set resident_data="$([ "$DEVICE" = cpu ] && echo false || echo true)" --set eval_windows=1024 \
     --set optim.warmup_steps=300 --set eval_every=1000 --set log_every=100 --set save_every=500 \
-    > "$WORK/pretrain.log" 2>&1 < /dev/null &
+    $(for kv in $PRETRAIN_SET; do printf -- '--set %s ' "$kv"; done) > "$WORK/pretrain.log" 2>&1 < /dev/null &
   # The shipped checkpoint on the same seeds and machine, on the cores the GPU run leaves free.
   setsid nohup bash -c "$(declare -f eval_jobs); PY='$PY' SEEDS='$SEEDS' WORK='$WORK' \
     EPISODES_PER_JOB=$EPISODES_PER_JOB eval_jobs checkpoints/ur5e shipped $((PARALLEL - 4)); \
@@ -78,8 +84,8 @@ while [ ! -f "$WORK/model/manifest.json" ]; do
 done
 echo "checkpoint ready at $(elapsed) s"; tail -3 "$WORK/pretrain.log"
 while [ ! -f "$WORK/eval/shipped.done" ] && [ "$(elapsed)" -lt 240 ]; do sleep 3; done
-[ -f "$WORK/model/manifest.json" ] && eval_jobs "$WORK/model" data_scale "$PARALLEL"
+[ -f "$WORK/model/manifest.json" ] && eval_jobs "$WORK/model" "$NAME" "$PARALLEL"
 echo "evaluated at $(elapsed) s"
-tar czf "$OUT/ur5e_data_scale.tgz" -C "$WORK" --ignore-failed-read model eval pretrain.log model.run/train.csv \
+tar czf "$OUT/ur5e_$NAME.tgz" -C "$WORK" --ignore-failed-read model eval pretrain.log model.run/train.csv \
   model.run/eval.csv data/dataset.json data/value_fn.json || true
-"$PY" scripts/diagnostics/eval_pairs.py "$WORK/eval" --base shipped --new data_scale --json "$OUT/ur5e_data_scale.json"
+"$PY" scripts/diagnostics/eval_pairs.py "$WORK/eval" --base shipped --new "$NAME" --json "$OUT/ur5e_$NAME.json"
