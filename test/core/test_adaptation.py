@@ -491,6 +491,31 @@ def test_merge_refuses_reports_that_differ_in_more_than_seed(tmp_path, capsys, c
     assert not out.exists(), "nothing is written when the merge is refused"
 
 
+def test_merge_accepts_other_dataset_paths_only_when_asked_and_keeps_them(tmp_path, capsys):
+    eps = [(1.0, 0.0, 10.0), (2.0, 0.0, 10.0)]
+    a, b = _report(0, eps, 0.1, eps, 0.1), _report(1, eps, 0.1, eps, 0.1)
+    a["rl_dataset"], b["rl_dataset"] = "/scratch/one/go2_data", "/scratch/two/go2_data"  # regenerated elsewhere
+    paths = [tmp_path / "a.json", tmp_path / "b.json"]
+    for path, report in zip(paths, (a, b), strict=True):
+        path.write_text(json.dumps(report))
+    out = tmp_path / "merged.json"
+    assert main(["--merge", *map(str, paths), "--json", str(out)]) == 2
+    assert "rl_dataset" in capsys.readouterr().err and not out.exists()
+    assert main(["--merge", *map(str, paths), "--json", str(out), "--merge-may-differ", "rl_dataset"]) == 0
+    merged = json.loads(out.read_text())
+    assert merged["allowed_differences"] == {"rl_dataset": {str(paths[0]): a["rl_dataset"],
+                                                            str(paths[1]): b["rl_dataset"]}}  # fmt: skip
+    # anything else still has to agree, asked or not
+    b["config"]["eval_s"] = 5.0
+    paths[1].write_text(json.dumps(b))
+    assert main(["--merge", *map(str, paths), "--json", str(tmp_path / "m2.json"),
+                 "--merge-may-differ", "rl_dataset"]) == 2  # fmt: skip
+    assert "config.eval_s" in capsys.readouterr().err
+    # a run is not a merge: the option is refused there instead of silently ignored
+    assert main(["--task", "go2/foam", "--json", str(tmp_path / "run.json"), "--merge-may-differ", "rl_dataset"]) == 2
+    assert "--merge only" in capsys.readouterr().err
+
+
 def test_committed_reports_without_episode_values_still_summarise_print_and_plot(tmp_path, capsys):
     from pathlib import Path
 

@@ -31,6 +31,7 @@ from simdist_core.config import apply_cli_overrides, parse_overrides, to_dict
 from simdist_core.data.dataset import check_dataset
 from simdist_core.eval.adaptation import METHOD_CHOICES, RL_METHODS, AdaptationConfig, Benchmark
 from simdist_core.eval.adaptation_report import (
+    MAY_DIFFER_ON_REQUEST,
     check_mergeable,
     fill_config_defaults,
     join_seed_reports,
@@ -96,6 +97,10 @@ def _parse(argv: list[str]) -> argparse.Namespace:
                              "one seed that ran other --methods are joined first (settings that only the other "
                              "report's methods read, such as --set rlpd.* or --data for the RL baselines, may "
                              "differ, and so may --minutes); runs nothing and takes only --json and --plot")
+    parser.add_argument("--merge-may-differ", action="append", default=[], choices=MAY_DIFFER_ON_REQUEST,
+                        metavar="KEY", help="with --merge: accept reports whose KEY differs (%(choices)s: the path of "
+                        "the dataset a seed read; a dataset regenerated elsewhere with the same command has another "
+                        "one); the merged report keeps each report's value under allowed_differences")
     parser.add_argument("--json", type=Path, required=True, help="write the report here")
     parser.add_argument("--plot", type=Path, help="also draw the curves into this PNG")
     return parser.parse_args(argv)
@@ -151,7 +156,7 @@ def load_merge_inputs(args: argparse.Namespace) -> tuple[list[dict[str, Any]], l
         raise UsageError("--merge needs at least 2 reports (one per seed, or per method of a seed)")
     reports = fill_config_defaults(reports, to_dict(AdaptationConfig()))  # keys added since a report was written
     try:
-        check_mergeable(*join_seed_reports(reports, names, METHOD_CHOICES))
+        check_mergeable(*join_seed_reports(reports, names, METHOD_CHOICES), tuple(args.merge_may_differ))
     except ValueError as exc:
         raise UsageError(f"--merge: {exc}") from None
     return reports, names
@@ -230,7 +235,9 @@ def main(argv: list[str]) -> int:
     args = _parse(argv)
     if args.merge:
         reports, names = load_merge_inputs(args)
-        return _write(args, merge_reports(reports, names, METHOD_CHOICES))
+        return _write(args, merge_reports(reports, names, METHOD_CHOICES, tuple(args.merge_may_differ)))
+    if args.merge_may_differ:
+        raise UsageError("--merge-may-differ applies to --merge only")
     cfg, methods, checkpoint, workdir = validate(args)
     seeds = parse_seeds(args.seeds, args.overrides)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")

@@ -23,6 +23,7 @@ plot draws the intervals as error bars, and the errors as the mean over seeds wi
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -175,6 +176,11 @@ JOIN_MAY_DIFFER = "config.minutes"
 results, and collection round k has the same seeds whatever the last mark is. Why: the RL baselines cost about an
 hour of CPU per seed per 10 minutes of experience here, so they may stop at 10 minutes beside a 30-minute
 world-model run. The joined ``config.minutes`` is the union."""
+MAY_DIFFER_ON_REQUEST = ("rl_dataset", "replay_dataset")
+"""Keys a merge accepts different values of when asked to (``--merge-may-differ``): where the dataset lay on the
+machine that ran each seed. A dataset regenerated elsewhere with the same command has another path; the paths do not
+tell whether it is the same data, so the user vouches for that, and the merged report keeps every seed's path
+(``allowed_differences``)."""
 PER_SEED_MEAN = ("latent_error", "probe_error", "reward_error", "reward_per_step", "falls")
 """Per-point values a merged report gives as the mean over seeds (each seed's in ``<key>_per_seed``)."""
 
@@ -323,14 +329,19 @@ def join_seed_reports(
     return out, out_names
 
 
-def check_mergeable(reports: list[dict[str, Any]], names: list[str]) -> None:
+def check_mergeable(reports: list[dict[str, Any]], names: list[str], may_differ: Sequence[str] = ()) -> None:
     """Refuse reports that differ in anything but ``seed``, repeat a seed, or lack per-episode values.
+
+    ``may_differ``: keys of ``MAY_DIFFER_ON_REQUEST`` whose values may differ as well.
 
     Raises:
         ValueError: naming every key that differs (with each file's value), the repeated seed, or the file.
     """
     if not reports:
         raise ValueError("nothing to merge")
+    unknown = sorted(set(may_differ) - set(MAY_DIFFER_ON_REQUEST))
+    if unknown:
+        raise ValueError(f"only {list(MAY_DIFFER_ON_REQUEST)} may differ on request, not {unknown}")
     for report, name in zip(reports, names, strict=True):
         if "seeds" in report:
             raise ValueError(f"{name} is already a merged report (seeds {report['seeds']}); merge the per-seed ones")
@@ -349,7 +360,8 @@ def check_mergeable(reports: list[dict[str, Any]], names: list[str]) -> None:
         seen[seed] = name
     ids = [_identity(r) for r in reports]
     keys = sorted({k for i in ids for k in i})
-    differ = [k for k in keys if any(i.get(k, "<absent>") != ids[0].get(k, "<absent>") for i in ids[1:])]
+    differ = [k for k in keys if k not in may_differ
+              and any(i.get(k, "<absent>") != ids[0].get(k, "<absent>") for i in ids[1:])]  # fmt: skip
     if differ:
         detail = "; ".join(f"{k}: " + ", ".join(f"{n}={i.get(k, '<absent>')!r}"
                                                 for n, i in zip(names, ids, strict=True))
@@ -359,7 +371,7 @@ def check_mergeable(reports: list[dict[str, Any]], names: list[str]) -> None:
 
 
 def merge_reports(
-    reports: list[dict[str, Any]], names: list[str], method_order: Sequence[str] = ()
+    reports: list[dict[str, Any]], names: list[str], method_order: Sequence[str] = (), may_differ: Sequence[str] = ()
 ) -> dict[str, Any]:
     """One report from per-seed reports of the same run (see :func:`check_mergeable`), seeds in ascending order.
 
@@ -375,11 +387,14 @@ def merge_reports(
     (``final_checkpoint``, ``online_episodes``) become a list over seeds. ``summary`` keeps the single-seed
     keys (from these pooled values) and adds the paired CIs.
 
+    ``may_differ`` (see :func:`check_mergeable`): each such key that differs is kept per report in
+    ``allowed_differences`` (report name -> value).
+
     Raises:
         ValueError: see :func:`join_seed_reports` and :func:`check_mergeable`.
     """
     reports, names = join_seed_reports(reports, names, method_order)
-    check_mergeable(reports, names)
+    check_mergeable(reports, names, may_differ)
     order = sorted(range(len(reports)), key=lambda j: reports[j]["config"]["seed"])
     reports, names = [reports[j] for j in order], [names[j] for j in order]
     first = reports[0]
@@ -422,6 +437,10 @@ def merge_reports(
               "wall_s_per_seed": [r.get("wall_s") for r in reports],
               "final_checkpoints_per_seed": [r.get("final_checkpoints", {}) for r in reports],
               "merged_from": names}  # fmt: skip
+    allowed = {key: {name: r.get(key) for name, r in zip(names, reports, strict=True)} for key in may_differ
+               if len({json.dumps(r.get(key)) for r in reports}) > 1}  # fmt: skip
+    if allowed:
+        merged["allowed_differences"] = allowed
     return merged
 
 
