@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from pathlib import Path
 
 import numpy as np
@@ -34,14 +33,10 @@ import torch
 from simdist_core.checkpoint import load_checkpoint
 from simdist_core.data.dataset import Dataset
 from simdist_core.data.sampler import WindowSampler
+from simdist_core.sim.ur5e import quarter_turn
 from torch import nn
 
 FEATURES = ("tip_minus_command_mm", "yaw_minus_command_rad", "tip_minus_hole_mm")
-
-
-def quarter_turn(angle: np.ndarray) -> np.ndarray:
-    """Wrap to [-pi/4, pi/4): a square peg looks the same every quarter turn."""
-    return (angle + math.pi / 4) % (math.pi / 2) - math.pi / 4
 
 
 @torch.no_grad()

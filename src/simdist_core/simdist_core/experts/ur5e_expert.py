@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from simdist_core.sim.ur5e import quarter_turn
 from simdist_core.sim.ur5e_env import UR5eInsertEnv
 
 
@@ -106,7 +107,7 @@ class UR5eExpert:
         self._hole_xy = estimate[:2] + self.cfg.pose_error_m * np.array([math.cos(angle), math.sin(angle)])
         self._yaw_goal = float(env.sim.lowlevel.target_yaw)
         if env.cfg.task == "peg":  # turn the shortest way to the nearest quarter-turn match of the registered yaw
-            off = (float(state["tcp_yaw"]) - estimate[2] + math.pi / 4) % (math.pi / 2) - math.pi / 4
+            off = quarter_turn(float(state["tcp_yaw"]) - estimate[2])
             self._yaw_goal -= off - self.rng.uniform(-1, 1) * self.cfg.yaw_error_rad
         self.phase = "approach"
         self._theta = 0.0

@@ -66,6 +66,11 @@ def wrap_angle(angle_rad: float) -> float:
     return (angle_rad + math.pi) % (2 * math.pi) - math.pi
 
 
+def quarter_turn(angle_rad: float | np.ndarray) -> float | np.ndarray:
+    """Wrap to [-pi/4, pi/4): a square peg fits its hole every quarter turn, so that is all of a yaw error."""
+    return (angle_rad + math.pi / 4) % (math.pi / 2) - math.pi / 4
+
+
 def tool_rot(yaw_rad: float) -> np.ndarray:
     """Tool-down rotation (3, 3) with heading ``yaw_rad``."""
     c, s = math.cos(yaw_rad), math.sin(yaw_rad)

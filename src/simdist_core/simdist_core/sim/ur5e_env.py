@@ -32,7 +32,7 @@ import numpy as np
 from simdist_core.robots import UR5E
 from simdist_core.sim import ur5e_constants as consts
 from simdist_core.sim.base import StepResult
-from simdist_core.sim.ur5e import LowLevelConfig, UR5eSim, proprio_from_sensors
+from simdist_core.sim.ur5e import LowLevelConfig, UR5eSim, proprio_from_sensors, quarter_turn
 from simdist_core.sim.ur5e_scene import SceneConfig, mujoco
 
 GRID_HALF_RANGE_M = {"narrow": 0.02, "wide": 0.08}
@@ -325,7 +325,7 @@ class UR5eInsertEnv:
         inside = bool(np.all(np.abs(rel[:2]) <= self.hole_half_m + 1e-3))
         depth = max(0.0, -rel[2]) if inside else 0.0
         if self.cfg.task == "peg":  # a square peg fits every quarter turn
-            yaw_err = (yaw - self.fixture_yaw + math.pi / 4) % (math.pi / 2) - math.pi / 4
+            yaw_err = quarter_turn(yaw - self.fixture_yaw)
         else:
             yaw_err = 0.0
         self._max_depth_m = max(self._max_depth_m, depth)
