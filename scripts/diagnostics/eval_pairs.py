@@ -70,14 +70,13 @@ def main() -> None:
     args = parser.parse_args()
     base, base_settings = episodes_by_seed(args.folder, args.base)
     new, new_settings = episodes_by_seed(args.folder, args.new)
-    if {k: v for k, v in base_settings.items() if k != "checkpoint"} != {
-        k: v for k, v in new_settings.items() if k != "checkpoint"
-    }:
+    base_settings.pop("checkpoint"), new_settings.pop("checkpoint")  # the one thing the two may differ in
+    if base_settings != new_settings:
         raise ValueError(f"the two were evaluated differently: {base_settings} vs {new_settings}")
     seeds = sorted(set(base) & set(new))
     wins = sum(new[s]["success"] > base[s]["success"] for s in seeds)
     losses = sum(new[s]["success"] < base[s]["success"] for s in seeds)
-    result = {"settings": {k: v for k, v in base_settings.items() if k != "checkpoint"},
+    result = {"settings": base_settings,
               "seeds": seeds, args.base: summary({s: base[s] for s in seeds}),
               args.new: summary({s: new[s] for s in seeds}),
               "paired": {"new_wins": wins, "new_losses": losses, "sign_test_p": round(sign_test_p(wins, losses), 4)},

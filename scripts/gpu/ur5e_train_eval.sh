@@ -21,7 +21,6 @@ cd "$(dirname "$0")/../.."
 OUT=${OUT:?set OUT to the folder for the results}
 STAGE=${1:?train or eval}
 NAME=${NAME:?name of the run (data_scale, command_frame, ...)}
-ROWS=${ROWS:?rows of data to generate}
 PRETRAIN_SET=${PRETRAIN_SET:-}
 UPDATES=${UPDATES:-7000}
 WORKERS=${WORKERS:-15}
@@ -47,7 +46,8 @@ fi
 export PYTHONPATH=src/simdist_core${PYTHONPATH:+:$PYTHONPATH}
 simdist() { "$PY" -m simdist_core.cli "$@"; }
 
-# One eval process: EPISODES_PER_JOB episodes from seed $2 of checkpoint $1, report into $WORK/eval/$3_$2.json.
+# Checkpoint $1 on every seed of SEEDS (EPISODES_PER_JOB episodes from each), $3 processes at a time; the report of
+# seed S goes to $WORK/eval/$2_S.json.
 eval_jobs() {  # $1 checkpoint, $2 name, $3 parallel processes
   mkdir -p "$WORK/eval"
   for s in $SEEDS; do echo "$s"; done | xargs -P "$3" -I{} sh -c "\"$PY\" -m simdist_core.cli eval --checkpoint $1 \
@@ -56,6 +56,7 @@ eval_jobs() {  # $1 checkpoint, $2 name, $3 parallel processes
 }
 
 if [ "$STAGE" = train ]; then
+  ROWS=${ROWS:?rows of data to generate}
   rm -rf "$WORK"; mkdir -p "$WORK"
   "$PY" -c "import mujoco, torch; print('mujoco', mujoco.__version__, 'torch', torch.__version__, \
 'cuda', torch.cuda.is_available() and torch.cuda.get_device_name(0))"
