@@ -7,10 +7,13 @@
 #   OUT=/dir NAME=x scripts/gpu/ur5e_train_eval.sh eval    # wait for the new checkpoint, evaluate it on the same
 #                                                           # seeds, pack checkpoint, logs and reports into $OUT
 #
-# The recipe is the shipped checkpoint's (checkpoints/README.md) with ROWS rows and PRETRAIN_SET (extra
-# `--set key=value` words for `simdist pretrain`). Runs so far, each with its protocol:
+# The recipe is checkpoints/ur5e_v1's (checkpoints/README.md) with ROWS rows and PRETRAIN_SET (extra
+# `--set key=value` words for `simdist pretrain`); BASE is the checkpoint it is compared with (default the
+# deployed checkpoints/ur5e; the runs below compared with what is now checkpoints/ur5e_v1, so BASE=checkpoints/ur5e_v1
+# repeats them). Runs so far, each with its protocol:
 #   NAME=data_scale ROWS=240000                                          bench_results/UR5E_DATA_SCALE.md
 #   NAME=command_frame ROWS=160000 PRETRAIN_SET="model.command_frame=true" bench_results/UR5E_COMMAND_FRAME.md
+#     (that checkpoint is the deployed checkpoints/ur5e since 2026-12-04)
 # Evaluation: the planner the UR5e graph deploys (the checkpoint's MPPI with prior_weight 1000), <= 15 s per
 # episode, seeds 1000-1019 and 2000-2039 (the seeds of the prior_weight runs), EPISODES_PER_JOB per process;
 # the two are joined by scripts/diagnostics/eval_pairs.py into $OUT/ur5e_$NAME.json.
@@ -22,6 +25,7 @@ OUT=${OUT:?set OUT to the folder for the results}
 STAGE=${1:?train or eval}
 NAME=${NAME:?name of the run (data_scale, command_frame, ...)}
 PRETRAIN_SET=${PRETRAIN_SET:-}
+BASE=${BASE:-checkpoints/ur5e}
 UPDATES=${UPDATES:-7000}
 WORKERS=${WORKERS:-15}
 DEVICE=${DEVICE:-cuda}
@@ -71,7 +75,7 @@ if [ "$STAGE" = train ]; then
     $(for kv in $PRETRAIN_SET; do printf -- '--set %s ' "$kv"; done) > "$WORK/pretrain.log" 2>&1 < /dev/null &
   # The shipped checkpoint on the same seeds and machine, on the cores the GPU run leaves free.
   setsid nohup bash -c "$(declare -f eval_jobs); PY='$PY' SEEDS='$SEEDS' WORK='$WORK' \
-    EPISODES_PER_JOB=$EPISODES_PER_JOB eval_jobs checkpoints/ur5e shipped $((PARALLEL - 4)); \
+    EPISODES_PER_JOB=$EPISODES_PER_JOB eval_jobs $BASE shipped $((PARALLEL - 4)); \
     touch $WORK/eval/shipped.done" > "$WORK/eval_shipped.log" 2>&1 < /dev/null &
   while [ ! -f "$WORK/model/manifest.json" ] && [ "$(elapsed)" -lt "$WAIT_S" ]; do sleep 10; done
   echo "train stage returns at $(elapsed) s"; tail -3 "$WORK/pretrain.log"; ls "$WORK/eval" | head -40
