@@ -73,7 +73,7 @@ if [ "$STAGE" = train ]; then
     --set resident_data="$([ "$DEVICE" = cpu ] && echo false || echo true)" --set eval_windows=1024 \
     --set optim.warmup_steps=300 --set eval_every=1000 --set log_every=100 --set save_every=500 \
     $(for kv in $PRETRAIN_SET; do printf -- '--set %s ' "$kv"; done) > "$WORK/pretrain.log" 2>&1 < /dev/null &
-  # The shipped checkpoint on the same seeds and machine, on the cores the GPU run leaves free.
+  # The BASE checkpoint on the same seeds and machine, on the cores the GPU run leaves free.
   setsid nohup bash -c "$(declare -f eval_jobs); PY='$PY' SEEDS='$SEEDS' WORK='$WORK' \
     EPISODES_PER_JOB=$EPISODES_PER_JOB eval_jobs $BASE shipped $((PARALLEL - 4)); \
     touch $WORK/eval/shipped.done" > "$WORK/eval_shipped.log" 2>&1 < /dev/null &
