@@ -8,10 +8,9 @@ Run: ``python bench_results/prior_tie_ur5e_mild_shift.py``
 """
 
 import json
-from math import comb
 from pathlib import Path
 
-from simdist_core.eval.stats import cluster_mean_ci, paired_cluster_difference_ci
+from simdist_core.eval.stats import cluster_mean_ci, paired_cluster_difference_ci, sign_test_p
 
 HERE = Path(__file__).parent
 RUNS = HERE / "prior_tie_ur5e_mild_shift"
@@ -25,12 +24,6 @@ def episodes(name: str, seed: int) -> list[dict]:
     if point["budget"] != "32x1:prior_weight=200" or point["task"] != "ur5e/peg_mild_shift":
         raise ValueError(f"{name}_seed{seed}: not a run of the protocol ({point['task']}, {point['budget']})")
     return point["per_episode"]
-
-
-def sign_test(wins: int, losses: int) -> float:
-    """Two-sided exact sign test of wins against losses (ties dropped)."""
-    n, k = wins + losses, min(wins, losses)
-    return min(1.0, 2 * sum(comb(n, i) for i in range(k + 1)) / 2**n) if n else 1.0
 
 
 def main() -> None:
@@ -51,7 +44,7 @@ def main() -> None:
     wins, losses = sum(b > a for a, b in pairs), sum(b < a for a, b in pairs)
     diff, low, high = paired_cluster_difference_ci(success["adapted"], success["pretrained"])
     out["adapted_minus_pretrained"] = {"difference": diff, "ci95": [low, high], "adapted_wins": wins,
-                                       "adapted_losses": losses, "sign_test_p": sign_test(wins, losses)}
+                                       "adapted_losses": losses, "sign_test_p": sign_test_p(wins, losses)}
     (HERE / "prior_tie_ur5e_mild_shift.json").write_text(json.dumps(out, indent=1) + "\n")
     for name, c in out["checkpoints"].items():
         print(f"{name:10s} {c['success_rate']:.3f} [{c['ci95'][0]:.3f}, {c['ci95'][1]:.3f}]  funnel {c['funnel']}")

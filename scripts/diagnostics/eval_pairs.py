@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from pathlib import Path
 
-from simdist_core.eval.stats import mean_ci
+from simdist_core.eval.stats import mean_ci, sign_test_p
 
 FUNNEL = ("reached_hole", "centred_at_hole", "aligned_at_hole", "entered_hole", "success")
 
@@ -38,15 +37,6 @@ def episodes_by_seed(folder: Path, name: str) -> tuple[dict[int, dict], dict]:
     if not episodes:
         raise FileNotFoundError(f"no {name}_<seed>.json report in {folder}")
     return episodes, settings
-
-
-def sign_test_p(wins: int, losses: int) -> float:
-    """Exact two-sided sign test: P(a split at least this uneven | wins and losses equally likely); ties dropped."""
-    n = wins + losses
-    if n == 0:
-        return 1.0
-    tail = sum(math.comb(n, k) for k in range(0, min(wins, losses) + 1)) / 2**n
-    return min(1.0, 2 * tail)
 
 
 def summary(episodes: dict[int, dict]) -> dict:

@@ -1,4 +1,4 @@
-"""Confidence intervals for episode metrics (percentile bootstrap, numpy only).
+"""Confidence intervals for episode metrics (percentile bootstrap, numpy only) and the paired sign test.
 
 Episodes of a closed-loop evaluation are few (10-30) and their metrics far from normal (a fall ends an
 episode at ~0 m, a good one walks 5 m), so intervals come from resampling episodes rather than from a
@@ -7,6 +7,7 @@ normal approximation. Seeded: the same inputs give the same interval.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -154,6 +155,19 @@ def paired_cluster_difference_ci(
     ma, mb = _paired_cluster_means(a, b, seed)
     low, high = np.quantile(ma[1:] - mb[1:], [(1 - level) / 2, (1 + level) / 2])
     return float(ma[0] - mb[0]), float(low), float(high)
+
+
+def sign_test_p(wins: int, losses: int) -> float:
+    """Exact two-sided sign test: P(a split at least this uneven | wins and losses equally likely); ties dropped.
+
+    For paired success/failure outcomes (two checkpoints or planners on the same episodes), where a bootstrap of
+    a 0/1 difference says little about how uneven the discordant pairs are.
+    """
+    n = wins + losses
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, k) for k in range(0, min(wins, losses) + 1)) / 2**n
+    return min(1.0, 2 * tail)
 
 
 def _paired_cluster_means(
