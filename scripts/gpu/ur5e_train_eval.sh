@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# A UR5e peg model pretrained on a lent GPU and compared with the shipped one, as two device commands; the second
-# waits for the training that the first leaves running:
+# A UR5e model (peg, or table leg with TASK=table_leg) pretrained on a lent GPU and compared with the shipped one,
+# as two device commands; the second waits for the training that the first leaves running:
 #
 #   OUT=/dir NAME=x scripts/gpu/ur5e_train_eval.sh train   # generate ROWS rows, start pretraining in the background,
 #                                                           # evaluate the shipped checkpoint meanwhile on spare cores
@@ -14,7 +14,10 @@
 #   NAME=data_scale ROWS=240000                                          bench_results/UR5E_DATA_SCALE.md
 #   NAME=command_frame ROWS=160000 PRETRAIN_SET="model.command_frame=true" bench_results/UR5E_COMMAND_FRAME.md
 #     (that checkpoint is the deployed checkpoints/ur5e since 2026-12-04)
-# Evaluation: the planner the UR5e graph deploys (the checkpoint's MPPI with prior_weight 1000), <= 15 s per
+#   TASK=table_leg NAME=table_leg ROWS=160000 PRETRAIN_SET="model.command_frame=true"  bench_results/UR5E_TABLE_LEG.md
+# TASK (peg or table_leg) is both the task the data are generated in and the one evaluated (ur5e/$TASK, at most
+# EPISODE_S seconds per episode: 15 for the peg, 25 for the table leg, the tasks' own episode lengths).
+# Evaluation: the planner the UR5e graph deploys (the checkpoint's MPPI with prior_weight 1000), <= EPISODE_S s per
 # episode, seeds 1000-1019 and 2000-2039 (the seeds of the prior_weight runs), EPISODES_PER_JOB per process;
 # the two are joined by scripts/diagnostics/eval_pairs.py into $OUT/ur5e_$NAME.json.
 # A machine without MuJoCo gets it from wheels in .whl/ (and EGL from .gl/*.deb), as the device tool's notes say.
@@ -24,6 +27,9 @@ cd "$(dirname "$0")/../.."
 OUT=${OUT:?set OUT to the folder for the results}
 STAGE=${1:?train or eval}
 NAME=${NAME:?name of the run (data_scale, command_frame, ...)}
+TASK=${TASK:-peg}
+case "$TASK" in peg) EPISODE_S=${EPISODE_S:-15} ;; table_leg) EPISODE_S=${EPISODE_S:-25} ;;
+  *) echo "TASK must be peg or table_leg, not $TASK" >&2; exit 2 ;; esac
 PRETRAIN_SET=${PRETRAIN_SET:-}
 BASE=${BASE:-checkpoints/ur5e}
 UPDATES=${UPDATES:-7000}
@@ -55,7 +61,7 @@ simdist() { "$PY" -m simdist_core.cli "$@"; }
 eval_jobs() {  # $1 checkpoint, $2 name, $3 parallel processes
   mkdir -p "$WORK/eval"
   for s in $SEEDS; do echo "$s"; done | xargs -P "$3" -I{} sh -c "\"$PY\" -m simdist_core.cli eval --checkpoint $1 \
-    --task ur5e/peg --preset checkpoint --planner prior_weight=1000 --seconds 15 --episodes $EPISODES_PER_JOB \
+    --task ur5e/$TASK --preset checkpoint --planner prior_weight=1000 --seconds $EPISODE_S --episodes $EPISODES_PER_JOB \
     --seed {} --json $WORK/eval/$2_{}.json > $WORK/eval/$2_{}.log 2>&1 || echo eval $2 {} failed"
 }
 
@@ -65,7 +71,7 @@ if [ "$STAGE" = train ]; then
   "$PY" -c "import mujoco, torch; print('mujoco', mujoco.__version__, 'torch', torch.__version__, \
 'cuda', torch.cuda.is_available() and torch.cuda.get_device_name(0))"
   nproc; free -g | head -2
-  simdist generate --robot ur5e --task peg --steps "$ROWS" --out "$WORK/data" --workers "$WORKERS" --seed 0 \
+  simdist generate --robot ur5e --task "$TASK" --steps "$ROWS" --out "$WORK/data" --workers "$WORKERS" --seed 0 \
     --no-fsync 2>&1 | tr '\r' '\n' | grep -v "step/s" | tail -5
   echo "generated at $(elapsed) s"
   setsid nohup "$PY" -m simdist_core.cli pretrain --data "$WORK/data" --robot ur5e --out "$WORK/model" \
@@ -75,7 +81,7 @@ if [ "$STAGE" = train ]; then
     $(for kv in $PRETRAIN_SET; do printf -- '--set %s ' "$kv"; done) > "$WORK/pretrain.log" 2>&1 < /dev/null &
   # The BASE checkpoint on the same seeds and machine, on the cores the GPU run leaves free.
   setsid nohup bash -c "$(declare -f eval_jobs); PY='$PY' SEEDS='$SEEDS' WORK='$WORK' \
-    EPISODES_PER_JOB=$EPISODES_PER_JOB eval_jobs $BASE shipped $((PARALLEL - 4)); \
+    EPISODES_PER_JOB=$EPISODES_PER_JOB TASK=$TASK EPISODE_S=$EPISODE_S eval_jobs $BASE shipped $((PARALLEL - 4)); \
     touch $WORK/eval/shipped.done" > "$WORK/eval_shipped.log" 2>&1 < /dev/null &
   while [ ! -f "$WORK/model/manifest.json" ] && [ "$(elapsed)" -lt "$WAIT_S" ]; do sleep 10; done
   echo "train stage returns at $(elapsed) s"; tail -3 "$WORK/pretrain.log"; ls "$WORK/eval" | head -40
