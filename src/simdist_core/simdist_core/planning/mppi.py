@@ -347,6 +347,17 @@ class MPPIPlanner:
             raise ValueError("committed actions must be finite")
         return fixed.clamp(-1.0, 1.0)
 
+    def objective(self, latent: Latent, actions: torch.Tensor, anchor: torch.Tensor | None) -> torch.Tensor:
+        """What this planner ranks plans by, differentiable: return less the prior penalty, (N,).
+
+        The discounted model return of ``actions`` (N, H, A) from ``latent`` (batch N or 1) less ``prior_weight``
+        x mean_t ||a_t - anchor_t||^2 (no penalty with ``anchor`` None). Outside inference mode, so gradients
+        reach ``actions`` (``simdist_core.training.prior_improve`` trains the policy prior through it); ``plan``
+        ranks its candidates with the same two functions.
+        """
+        returns, _ = self._rollout(latent, actions)
+        return self._objective(returns, actions, anchor)
+
     def _prior_candidates(self, pi: torch.Tensor | None) -> torch.Tensor:
         """(Np, H, A): the policy prior's plan ``pi`` (H, A), then noisy copies of it (clipped to [-1, 1])."""
         n = self.cfg.num_pi_samples
