@@ -11,6 +11,9 @@ Two steps:
 ``python bench_results/prior_improve_ur5e_mild_shift.py summary``
     Joins the nine ``simdist bench budget`` reports of the protocol (pretrained, adapted, improved x 3 seeds; the
     same 20 episodes for the three checkpoints of a seed) into ``prior_improve_ur5e_mild_shift.json``.
+``python bench_results/prior_improve_ur5e_mild_shift.py shift --runs <folder>``
+    Looked at after the result: how the improved prior's plan differs from the adapted one's on 512 lived states
+    (mean per action dimension over the first five steps, and the RMS), printed.
 """
 
 import argparse
@@ -99,15 +102,35 @@ def summary() -> None:
               f"wins {d['wins']}, losses {d['losses']}, sign test p = {d['sign_test_p']:.2g}")
 
 
+def shift(runs: Path) -> None:
+    """Print the improved prior's plan minus the adapted prior's, per action dimension, on lived states."""
+    from simdist_core.data.sampler import WindowSampler
+
+    torch.set_num_threads(1)
+    for seed in SEEDS:
+        work = runs / f"adaptation_ur5e_peg_mild_shift_cf_seed{seed}_work" / "dynamics_only"
+        adapted, manifest = load_checkpoint(work / "final")
+        improved, _ = load_checkpoint(runs / f"prior_improved_seed{seed}")
+        h = manifest.planner_config["horizon"]
+        batch = WindowSampler(Dataset(work), adapted.spec, batch_size=512, seed=1).sample()
+        with torch.no_grad():
+            latent = adapted.encode({k: v[:, 0] for k, v in batch["obs"].items()})
+            diff = improved.pi(latent)[:, :h] - adapted.pi(latent)[:, :h]
+        means = [round(x, 3) for x in diff[:, :5].mean((0, 1)).tolist()]
+        print(f"seed {seed}: mean shift over the first 5 steps {means} (action dims "
+              f"{adapted.spec.action_names}), RMS {float(diff.pow(2).mean().sqrt()):.3f}")
+
+
 def main() -> None:
-    """``train`` or ``summary``."""
+    """``train``, ``summary`` or ``shift``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="step", required=True)
     sub.add_parser("train").add_argument("--runs", type=Path, required=True)
     sub.add_parser("summary")
+    sub.add_parser("shift").add_argument("--runs", type=Path, required=True)
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO)
-    train(args.runs) if args.step == "train" else summary()
+    {"train": lambda: train(args.runs), "summary": summary, "shift": lambda: shift(args.runs)}[args.step]()
 
 
 if __name__ == "__main__":
