@@ -96,8 +96,7 @@ class PriorImprovementReport:
 def _start_latents(model: torch.nn.Module, batch: dict) -> Latent:
     """Encoder latents of each window's first step (no gradient: the encoder is frozen)."""
     with torch.no_grad():
-        latent = model.encode({k: v[:, 0] for k, v in batch["obs"].items()})
-    return Latent(latent.z, latent.context)
+        return model.encode({k: v[:, 0] for k, v in batch["obs"].items()})
 
 
 def _objective(planner: MPPIPlanner, latent: Latent, anchor: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
