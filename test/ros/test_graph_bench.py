@@ -79,3 +79,14 @@ def test_table_shows_the_cpu_the_hypervisor_took_in_each_window():
             {"label": "other", "nodes": {}}]
     line = next(row for row in graph_bench.format_table(runs).splitlines() if row.startswith("CPU stolen"))
     assert line.split()[-2:] == ["%", "-"] and "23.4 %" in line
+
+
+def test_lockstep_fixes_the_planner_sample_count_unless_set():
+    from argparse import Namespace
+
+    def params(lockstep, pairs=()):
+        return graph_bench.run_parameters(Namespace(set=list(pairs), rtf=1.0, lockstep=lockstep), {})
+
+    assert params(True)["planner"] == {"plan_time_fraction": 0.0}
+    assert params(True, ["planner.plan_time_fraction=0.6"])["planner"] == {"plan_time_fraction": 0.6}
+    assert "planner" not in params(False)

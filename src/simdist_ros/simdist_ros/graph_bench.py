@@ -309,7 +309,8 @@ def _parse(argv: list[str]) -> argparse.Namespace:
                    help="one run per value of a node parameter (with the first executor), e.g. "
                         "finetuner.cpu_duty=1,0.5,0.2")
     p.add_argument("--no-adapt", action="store_true", help="no replay buffer / finetuner")
-    p.add_argument("--lockstep", action="store_true", help="the sim waits for each command (delay 0 by design)")
+    p.add_argument("--lockstep", action="store_true",
+                   help="the sim waits for each command (delay 0 by design); the planner's sample count is fixed")
     p.add_argument("--set", action="append", default=[], metavar="NODE.NAME=VALUE",
                    help="node parameter override (YAML value), e.g. finetuner.min_new_steps=500")
     p.add_argument("--checkpoint", type=Path, help="default: checkpoints/<robot> of the repository")
@@ -338,11 +339,18 @@ def _parse(argv: list[str]) -> argparse.Namespace:
 
 
 def run_parameters(args: argparse.Namespace, extra: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Node parameters of one run: the real-time factor and lockstep, ``--set``, then the ``--compare`` value."""
+    """Node parameters of one run: the real-time factor and lockstep, ``--set``, then the ``--compare`` value.
+
+    Lockstep also fixes the planner's sample count (``plan_time_fraction`` 0) unless ``--set`` says otherwise: it
+    compares the pipeline's logic without its timing, and a count that follows plan times makes the plans depend on
+    the machine (two identical lockstep UR5e runs with the adaptive count differed on 8 of 30 episodes).
+    """
     from simdist_ros.soak import node_overrides
 
     parameters = node_overrides(args.set, args.rtf)  # NODE.NAME=VALUE pairs, as `simdist bench soak --set`
     parameters["sim_robot"]["lockstep"] = args.lockstep
+    if args.lockstep:
+        parameters.setdefault("planner", {}).setdefault("plan_time_fraction", 0.0)
     for node, values in extra.items():
         parameters.setdefault(node, {}).update(values)
     return parameters

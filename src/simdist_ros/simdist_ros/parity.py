@@ -6,7 +6,8 @@ ends them.
 
 * In-process: ``simdist eval`` (sense, plan and act in one loop, no delay) of those seeds.
 * Graph: sim robot, encoder and planner as separate processes over DDS, free-running at ``--rtf`` (with
-  ``--lockstep`` the robot waits for each command, so the pipeline's logic is compared without its timing),
+  ``--lockstep`` the robot waits for each command and the planner's sample count is fixed, so the pipeline's
+  logic is compared without its timing),
   zero-shot (no replay buffer or finetuner). The simulated robot resets episode k with ``seed + k`` and
   reports each finished episode on ``episode_result`` with the task's own metrics. Episode 0 is the
   warm-up (the nodes start while the robot already stands), episodes 1..N are compared.
@@ -252,7 +253,8 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=1000, help="the graph's episode k uses seed + k; 1..N are compared")
     p.add_argument("--rtf", type=float, default=1.0, help="the graph's real-time factor")
     p.add_argument("--lockstep", action="store_true",
-                   help="the simulated robot waits for each command: compares the pipeline's logic, not its speed")
+                   help="the simulated robot waits for each command and the planner's sample count is fixed: "
+                        "compares the pipeline's logic, not its speed")
     p.add_argument("--set", action="append", default=[], metavar="NODE.NAME=VALUE",
                    help="graph node parameter override, e.g. planner.reset_on_episode_start=false")
     p.add_argument("--checkpoint", type=Path, help="default: checkpoints/<robot> of the repository")
