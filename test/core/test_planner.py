@@ -171,6 +171,20 @@ def test_seeded_determinism_and_reset():
     assert a._prev_mean is None
 
 
+def test_a_reseeding_reset_makes_the_next_plans_independent_of_the_earlier_ones():
+    obs = random_model_input(GO2)
+    fresh, _ = _small_planner(seed=7)
+    used, _ = _small_planner(seed=7)
+    for _ in range(3):
+        used.plan(obs)
+    used.reset()  # warm start forgotten, noise continues: not the fresh planner's plan
+    assert not np.array_equal(used.plan(obs).mean, fresh.plan(obs).mean)
+    fresh.reset(reseed=True)
+    used.reset(reseed=True)
+    for _ in range(2):  # both restart from the seed: identical plans, tick after tick
+        np.testing.assert_array_equal(used.plan(obs).mean, fresh.plan(obs).mean)
+
+
 def test_plan_from_observation_shapes_and_bounds():
     planner, model = _small_planner(seed=0)
     result = planner.plan(random_model_input(GO2))

@@ -167,8 +167,14 @@ class MPPIPlanner:
             raise ValueError(f"planner horizon {self.cfg.horizon} exceeds the model's horizon {model.spec.horizon}")
         return model.to(self.device).eval()
 
-    def reset(self) -> None:
-        """Forget the warm start (new episode, after a fallback, or after e-stop)."""
+    def reset(self, *, reseed: bool = False) -> None:
+        """Forget the warm start (new episode, after a fallback, or after e-stop).
+
+        ``reseed``: also restart the sampling noise from ``seed``, so what follows does not depend on how many
+        plans came before.
+        """
+        if reseed:
+            self.generator.manual_seed(self.seed)
         self._prev_mean = None
         self._last_latent = None
         self._last_pool = None
