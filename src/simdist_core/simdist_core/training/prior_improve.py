@@ -162,13 +162,17 @@ def improve_prior(
     for p in new.parameters():
         p.requires_grad_(False)
 
-    old_planner = MPPIPlanner(copy.deepcopy(model).eval(), planner_cfg)
+    # Only the prior changed, so the new model scores the old prior's plans exactly as the old model does.
+    old_values, new_values, distances = [], [], []
     with torch.no_grad():
-        old_values = [_objective(old_planner, lat, anchor(lat))[0] for lat in holdout]
-        new_pairs = [_objective(planner, lat, anchor(lat)) for lat in holdout]
-    old_obj = float(torch.cat(old_values).mean())
-    new_obj = float(torch.cat([o for o, _ in new_pairs]).mean())
-    distance = float(torch.cat([d for _, d in new_pairs]).mean())
+        for latent in holdout:
+            old_plan = anchor(latent)
+            old_values.append(planner.objective(latent, old_plan, old_plan))
+            objective, distance = _objective(planner, latent, old_plan)
+            new_values.append(objective)
+            distances.append(distance)
+    old_obj, new_obj = float(torch.cat(old_values).mean()), float(torch.cat(new_values).mean())
+    distance = float(torch.cat(distances).mean())
     passed = bool(np.isfinite(new_obj) and new_obj > old_obj)
     log.info("prior improvement: held-out planner objective %.3f -> %.3f (prior moved %.2e), gate %s",
              old_obj, new_obj, distance, "passed" if passed else "failed")  # fmt: skip
