@@ -98,6 +98,17 @@ def test_watchdog_is_due_only_after_the_regular_tick_stopped():
         dog.ticked(1_240)
         assert dog.due_in_ns(1_250) == 140
         assert dog.due_in_ns(500) <= 0, "a clock that went back (a restarted simulation) is no reason to wait"
+        # Data a period newer than the node's clock (a step's sensors before its /clock): the wait counts from the
+        # data, so the next step's clock (1_500) finds the watchdog not yet due; counted from the clock it was.
+        dog._last_fire_ns = None
+        dog.ticked(1_300)
+        assert dog.due_in_ns(1_500) <= 0
+        dog.ticked(1_300, data_ns=1_400)
+        assert dog.due_in_ns(1_300) == 250 and dog.due_in_ns(1_500) == 50 and dog.due_in_ns(1_550) <= 0
+        dog.ticked(1_300, data_ns=10**12)  # a stamp from the future: counted as at most a period ahead
+        assert dog.due_in_ns(1_550) <= 0
+        dog.ticked(1_300, data_ns=1_000)  # older data: the clock counts
+        assert dog.due_in_ns(1_400) == 50
         node.destroy_node()
     finally:
         rclpy.shutdown(context=context)

@@ -235,7 +235,7 @@ class EncoderNode(Node):
             self._latest[key] = msg
             if self._bundle_complete():
                 self._bundle_stamp = self._latest["joint_states"].header.stamp  # one attempt per bundle
-                self._watchdog.ticked(self.get_clock().now().nanoseconds)
+                self._watchdog.ticked(self.get_clock().now().nanoseconds, msgs.stamp_to_ns(self._bundle_stamp))
                 self._tick()
 
         return callback

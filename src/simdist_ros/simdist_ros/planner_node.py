@@ -293,7 +293,7 @@ class PlannerNode(Node):
         """
         now_ns = self.get_clock().now().nanoseconds
         if obs_t_ns is not None:
-            self._watchdog.ticked(now_ns)
+            self._watchdog.ticked(now_ns, obs_t_ns)
         missed = self.stats.start(now_ns if obs_t_ns is None else obs_t_ns)
         swapped = self.swapper.take(self.planner, missed)
         if swapped is not None:

@@ -113,14 +113,23 @@ class Watchdog:
         self._thread = threading.Thread(target=self._run, name="watchdog", daemon=True)
         self._thread.start()
 
-    def ticked(self, now_ns: int) -> None:
-        """The regular tick ran at ``now_ns`` (node clock)."""
-        self._last_tick_ns = now_ns
+    def ticked(self, now_ns: int, data_ns: int | None = None) -> None:
+        """The regular tick ran at ``now_ns`` (node clock) on data stamped ``data_ns`` (the same clock), if known.
+
+        The wait counts from the later of the two, capped at a period ahead. Why: a simulator publishes a step's
+        sensors before its ``/clock``, so a tick can see step k's data while the node's clock still reads step
+        k - 1. Counted from that clock, the watchdog was due half a period after step k; in lockstep the next
+        step's ``/clock`` then often arrived before its data and the watchdog planned again on step k's data,
+        which moved the planner's warm start and noise on by a tick (two identical lockstep runs differed in an
+        episode). The cap keeps a stamp from the future (a forged message) from silencing the watchdog.
+        """
+        self._last_tick_ns = now_ns if data_ns is None else max(now_ns, min(data_ns, now_ns + self.period_ns))
 
     def due_in_ns(self, now_ns: int) -> int:
         """Node-clock nanoseconds until the callback is due (<= 0: due now)."""
         waits = [0]
-        if self._last_tick_ns is not None and 0 <= now_ns - self._last_tick_ns:
+        # A clock more than a period behind the last tick went back (a restarted simulation): no reason to wait.
+        if self._last_tick_ns is not None and now_ns - self._last_tick_ns >= -self.period_ns:
             waits.append(self._last_tick_ns + self.first_ns - now_ns)
         if self._last_fire_ns is not None and 0 <= now_ns - self._last_fire_ns:
             waits.append(self._last_fire_ns + self.period_ns - now_ns)
