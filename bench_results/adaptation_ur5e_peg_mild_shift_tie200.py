@@ -1,0 +1,75 @@
+"""Readings of ``UR5E_MILD_SHIFT_TIE200_ADAPTATION.md``: adaptation on the milder UR5e stand-in with prior_weight 200.
+
+Reads the merged report ``adaptation_ur5e_peg_mild_shift_tie200.json`` (zero-shot, dynamics-only and full finetuning,
+3 seeds x 20 evaluation episodes, collection and evaluation with prior_weight 200) and, for the comparison with the
+deployed planner, the tight-tie run ``adaptation_ur5e_peg_mild_shift_cf.json`` (prior_weight 1000, the same
+evaluation episodes: same seeds, seed scheme 2). Writes the protocol's readings: success with 95 % intervals, the
+paired differences (two-level bootstrap over seeds and episodes) with wins, losses and a two-sided sign test.
+Writes ``adaptation_ur5e_peg_mild_shift_tie200_readings.json``.
+
+Run: ``python bench_results/adaptation_ur5e_peg_mild_shift_tie200.py``
+"""
+
+import json
+from pathlib import Path
+
+from simdist_core.eval.stats import cluster_mean_ci, paired_cluster_difference_ci, sign_test_p
+
+HERE = Path(__file__).parent
+LOOSE = HERE / "adaptation_ur5e_peg_mild_shift_tie200.json"
+TIGHT = HERE / "adaptation_ur5e_peg_mild_shift_cf.json"
+
+
+def episodes(report: dict, method: str, minutes: float) -> list[list[float]]:
+    """Per seed, per evaluation episode success of ``method`` at ``minutes``."""
+    res = report["results"][method]
+    return res["episode_metric_per_seed"][res["minutes"].index(minutes)]
+
+
+def paired(a: list[list[float]], b: list[list[float]]) -> dict:
+    """Paired a minus b over the same episodes: difference, interval, wins and losses of a, sign test."""
+    pairs = [(x, y) for ca, cb in zip(a, b, strict=True) for x, y in zip(ca, cb, strict=True)]
+    wins, losses = sum(x > y for x, y in pairs), sum(x < y for x, y in pairs)
+    diff, low, high = paired_cluster_difference_ci(a, b)
+    return {"difference": diff, "ci95": [low, high], "wins": wins, "losses": losses,
+            "sign_test_p": sign_test_p(wins, losses)}
+
+
+def main() -> None:
+    """Write the readings and print them."""
+    loose, tight = json.loads(LOOSE.read_text()), json.loads(TIGHT.read_text())
+    if loose["seeds"] != tight["seeds"] or loose["seed_scheme"] != tight["seed_scheme"]:
+        raise ValueError("the two runs do not share their evaluation episodes")
+    last = loose["config"]["minutes"][-1]
+    series = {"zero_shot_tie200": episodes(loose, "zero_shot", 0.0),
+              "dynamics_only_tie200": episodes(loose, "dynamics_only", last),
+              "full_finetune_tie200": episodes(loose, "full_finetune", last),
+              "zero_shot_tie1000_deployed": episodes(tight, "zero_shot", 0.0),
+              "dynamics_only_tie1000": episodes(tight, "dynamics_only", last)}
+    out = {"protocol": "bench_results/UR5E_MILD_SHIFT_TIE200_ADAPTATION.md", "minutes": last, "seeds": loose["seeds"],
+           "success": {}}
+    for name, s in series.items():
+        mean, low, high = cluster_mean_ci(s)
+        out["success"][name] = {"rate": mean, "ci95": [low, high]}
+    zs = out["success"]["zero_shot_tie200"]["rate"]
+    out["dynamics_only_over_zero_shot"] = out["success"]["dynamics_only_tie200"]["rate"] / zs if zs else None
+    out["dynamics_only_minus_zero_shot"] = paired(series["dynamics_only_tie200"], series["zero_shot_tie200"])
+    out["dynamics_only_minus_full_finetune"] = paired(series["dynamics_only_tie200"], series["full_finetune_tie200"])
+    out["dynamics_only_tie200_minus_deployed_zero_shot"] = paired(series["dynamics_only_tie200"],
+                                                                  series["zero_shot_tie1000_deployed"])
+    out["latent_error_ratio_zero_shot_over_dynamics_only"] = (
+        loose["summary"]["dynamics_only"]["latent_error_ratio_zero_shot_over_method"])
+    (HERE / "adaptation_ur5e_peg_mild_shift_tie200_readings.json").write_text(json.dumps(out, indent=1) + "\n")
+    for name, s in out["success"].items():
+        print(f"{name:28s} {s['rate']:.3f} [{s['ci95'][0]:.3f}, {s['ci95'][1]:.3f}]")
+    for key in ("dynamics_only_minus_zero_shot", "dynamics_only_minus_full_finetune",
+                "dynamics_only_tie200_minus_deployed_zero_shot"):
+        d = out[key]
+        print(f"{key:46s} {d['difference']:+.3f} [{d['ci95'][0]:+.3f}, {d['ci95'][1]:+.3f}] "
+              f"wins {d['wins']} losses {d['losses']} p={d['sign_test_p']:.2g}")
+    print("ratio dynamics-only / zero-shot:", out["dynamics_only_over_zero_shot"],
+          "latent error ratio:", out["latent_error_ratio_zero_shot_over_dynamics_only"])
+
+
+if __name__ == "__main__":
+    main()
