@@ -9,6 +9,7 @@ import torch
 from simdist_core.models import Latent, WorldModel, WorldModelConfig
 from simdist_core.planning import PRESETS, MPPIPlanner, PlannerConfig, bench, planner_preset
 from simdist_core.planning.bench import random_model_input
+from simdist_core.planning.mppi import episode_noise_seed
 from simdist_core.robots import GO2
 from torch import nn
 
@@ -179,10 +180,19 @@ def test_a_reseeding_reset_makes_the_next_plans_independent_of_the_earlier_ones(
         used.plan(obs)
     used.reset()  # warm start forgotten, noise continues: not the fresh planner's plan
     assert not np.array_equal(used.plan(obs).mean, fresh.plan(obs).mean)
-    fresh.reset(reseed=True)
-    used.reset(reseed=True)
-    for _ in range(2):  # both restart from the seed: identical plans, tick after tick
+    fresh.reset(noise_seed=episode_noise_seed(7, 3))
+    used.reset(noise_seed=episode_noise_seed(7, 3))
+    for _ in range(2):  # both restart from the same seed: identical plans, tick after tick
         np.testing.assert_array_equal(used.plan(obs).mean, fresh.plan(obs).mean)
+    fresh.reset(noise_seed=episode_noise_seed(7, 3))
+    used.reset(noise_seed=episode_noise_seed(7, 4))  # the next episode: noise of its own
+    assert not np.array_equal(used.plan(obs).mean, fresh.plan(obs).mean)
+
+
+def test_episode_noise_seeds_differ_between_episodes_and_planner_seeds():
+    seeds = {episode_noise_seed(s, k) for s in range(3) for k in range(100)}
+    assert len(seeds) == 300 and all(0 <= x < 2**63 for x in seeds)
+    assert episode_noise_seed(1, 5) == episode_noise_seed(1, 5)
 
 
 def test_plan_from_observation_shapes_and_bounds():

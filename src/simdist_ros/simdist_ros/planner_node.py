@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import threading
 import time
+import zlib
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +53,7 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
 from rclpy.node import Node
 from simdist_core.planning.deadline import SampleBudget, SampleBudgetConfig
+from simdist_core.planning.mppi import episode_noise_seed
 from simdist_core.planning.targets import plan_joint_targets
 from std_msgs.msg import Float32MultiArray, Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectory
@@ -248,10 +250,15 @@ class PlannerNode(Node):
             self.get_logger().warning(f"dropping latent: {exc}", throttle_duration_sec=1.0)
             return
         if self._starts_episode(blocks) and self._tunable.current.reset_on_episode_start:
-            # A new episode: the last one's plan is no warm start for it. The noise restarts from the seed too, so
-            # an episode's plans do not depend on how many ticks came before it (a warm-up's length, watchdog ticks
-            # while the robot reset): without it two identical lockstep runs differed on 2 of 10 UR5e episodes.
-            self.planner.reset(reseed=True)
+            # A new episode: the last one's plan is no warm start for it. The noise restarts too, from a seed of
+            # the episode's own: the planner's seed mixed with a checksum of the episode's first latent, which the
+            # same start state reproduces bit for bit whatever came before (not a count of episodes: a warm-up can
+            # restart the encoder's history more or fewer times). So an episode's plans do not depend on how many
+            # ticks came before it (without it two identical lockstep runs differed on 2 of 10 UR5e episodes), and
+            # episodes do not all share one draw of noise (one seed for every episode did; an episode bootstrap
+            # cannot see that).
+            first_latent = zlib.crc32(np.ascontiguousarray(blocks["z"], np.float32).tobytes())
+            self.planner.reset(noise_seed=episode_noise_seed(self.planner.seed, first_latent))
             self._sent.clear()  # nor are its commands the ones the new episode's first steps will meet
             self._count("warm_start_resets")
         applied = blocks.get("applied_delay")

@@ -145,6 +145,15 @@ class PlanResult:
     """Candidates dropped because the model scored them non-finite."""
 
 
+def episode_noise_seed(seed: int, episode_key: int) -> int:
+    """A sampling-noise seed for one episode of a planner seeded ``seed``: independent streams per key.
+
+    ``episode_key`` is any non-negative integer that tells the episode apart (an index, a checksum of its first
+    latent).
+    """
+    return int(np.random.SeedSequence([seed, episode_key]).generate_state(1, np.uint64)[0] >> 1)
+
+
 class MPPIPlanner:
     """Batched MPPI over a world model, device-agnostic, seeded, warm-started."""
 
@@ -167,14 +176,15 @@ class MPPIPlanner:
             raise ValueError(f"planner horizon {self.cfg.horizon} exceeds the model's horizon {model.spec.horizon}")
         return model.to(self.device).eval()
 
-    def reset(self, *, reseed: bool = False) -> None:
+    def reset(self, *, noise_seed: int | None = None) -> None:
         """Forget the warm start (new episode, after a fallback, or after e-stop).
 
-        ``reseed``: also restart the sampling noise from ``seed``, so what follows does not depend on how many
-        plans came before.
+        ``noise_seed``: also restart the sampling noise from this seed, so what follows does not depend on how many
+        plans came before. Give each episode a seed of its own (:func:`episode_noise_seed`): one seed for every
+        episode would make all episodes share one draw of noise.
         """
-        if reseed:
-            self.generator.manual_seed(self.seed)
+        if noise_seed is not None:
+            self.generator.manual_seed(noise_seed)
         self._prev_mean = None
         self._last_latent = None
         self._last_pool = None
