@@ -7,7 +7,8 @@ its seed at each episode start), and "watchdog" at ab520fb (the planner's watchd
 it no longer plans a second time on a latent whose step's ``/clock`` came late), three later runs against its first:
 on an idle VM, with two busy processes during the graph's start, and beside three adaptation benchmarks (that run
 at b429b93, whose ``src/`` is that of ab520fb). Per pair: graph episodes identical in outcome, length and final
-insertion depth; episodes whose outcome differs; watchdog ticks that planned (not held). Writes
+insertion depth; episodes whose outcome differs; watchdog ticks that planned (not held). "episode_noise" at 397bcf9:
+each episode's noise from a seed of its own (a checksum of its first latent), two runs. Writes
 ``lockstep_repeat_ur5e.json``.
 
 Run: ``python bench_results/lockstep_repeat_ur5e.py`` (from the repository: it checks the commits' ``src/`` with git)
@@ -25,6 +26,7 @@ PAIRS = {  # name: (first report, second report, condition of the second)
     "watchdog_idle": ("watchdog_run1", "watchdog_run2", "idle VM"),
     "watchdog_busy_start": ("watchdog_run1", "watchdog_run3", "two busy processes for the graph's first 20 s"),
     "watchdog_loaded": ("watchdog_run1", "watchdog_run4", "three adaptation benchmarks running (load ~4 on 2 vCPUs)"),
+    "episode_noise": ("episode_noise_run1", "episode_noise_run2", "three adaptation benchmarks running"),
 }
 
 
