@@ -25,7 +25,8 @@ announced checkpoints. A tick never blocks on I/O: it swaps a reference between 
 
 Episodes: a latent of a new episode (the encoder restarted its history: an announced reset, a jump or a gap;
 its ``episode`` counter changed, or, from an encoder without it, the latent is marked ``episode_start``) clears
-the planner's warm start before it plans, as ``simdist eval`` does at every reset. Without it the
+the planner's warm start before it plans, as ``simdist eval`` does at every reset, and restarts its sampling noise
+from a seed of the episode's own (reproducible in lockstep; see ``_on_latent``). Without it the
 live graph carried the last episode's plan into the next one, and on ``go2/foam`` the zero-shot model fell in
 the first 3 s of 12/60 episodes through the graph against 30/60 in-process (a warm start from a walking plan
 gets the gait going); the two must start episodes the same way to be compared.
