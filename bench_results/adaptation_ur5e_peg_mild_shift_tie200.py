@@ -7,17 +7,26 @@ evaluation episodes: same seeds, seed scheme 2). Writes the protocol's readings:
 paired differences (two-level bootstrap over seeds and episodes) with wins, losses and a two-sided sign test.
 Writes ``adaptation_ur5e_peg_mild_shift_tie200_readings.json``.
 
-Run: ``python bench_results/adaptation_ur5e_peg_mild_shift_tie200.py``
+With ``shifted``, the same readings for the harder stand-in (``UR5E_PEG_SHIFTED_TIE200_ADAPTATION.md``:
+``adaptation_ur5e_peg_shifted_tie200.json`` against ``adaptation_ur5e_peg_shifted_cf.json``, dynamics-only only) →
+``adaptation_ur5e_peg_shifted_tie200_readings.json``.
+
+Run: ``python bench_results/adaptation_ur5e_peg_mild_shift_tie200.py [shifted]``
 """
 
 import json
+import sys
 from pathlib import Path
 
 from simdist_core.eval.stats import cluster_mean_ci, paired_cluster_difference_ci, sign_test_p
 
 HERE = Path(__file__).parent
-LOOSE = HERE / "adaptation_ur5e_peg_mild_shift_tie200.json"
-TIGHT = HERE / "adaptation_ur5e_peg_mild_shift_cf.json"
+RUNS = {  # stand-in: (the prior_weight 200 run, the deployed planner's run on the same episodes, protocol)
+    "mild": ("adaptation_ur5e_peg_mild_shift_tie200", "adaptation_ur5e_peg_mild_shift_cf",
+             "UR5E_MILD_SHIFT_TIE200_ADAPTATION.md"),
+    "shifted": ("adaptation_ur5e_peg_shifted_tie200", "adaptation_ur5e_peg_shifted_cf",
+                "UR5E_PEG_SHIFTED_TIE200_ADAPTATION.md"),
+}
 
 
 def episodes(report: dict, method: str, minutes: float) -> list[list[float]]:
@@ -37,33 +46,38 @@ def paired(a: list[list[float]], b: list[list[float]]) -> dict:
 
 def main() -> None:
     """Write the readings and print them."""
-    loose, tight = json.loads(LOOSE.read_text()), json.loads(TIGHT.read_text())
+    name, tight_name, protocol = RUNS[sys.argv[1] if len(sys.argv) > 1 else "mild"]
+    loose, tight = (json.loads((HERE / f"{n}.json").read_text()) for n in (name, tight_name))
     if loose["seeds"] != tight["seeds"] or loose["seed_scheme"] != tight["seed_scheme"]:
         raise ValueError("the two runs do not share their evaluation episodes")
     last = loose["config"]["minutes"][-1]
     series = {"zero_shot_tie200": episodes(loose, "zero_shot", 0.0),
               "dynamics_only_tie200": episodes(loose, "dynamics_only", last),
-              "full_finetune_tie200": episodes(loose, "full_finetune", last),
               "zero_shot_tie1000_deployed": episodes(tight, "zero_shot", 0.0),
               "dynamics_only_tie1000": episodes(tight, "dynamics_only", last)}
-    out = {"protocol": "bench_results/UR5E_MILD_SHIFT_TIE200_ADAPTATION.md", "minutes": last, "seeds": loose["seeds"],
-           "success": {}}
+    if "full_finetune" in loose["results"]:
+        series["full_finetune_tie200"] = episodes(loose, "full_finetune", last)
+    out = {"protocol": f"bench_results/{protocol}", "minutes": last, "seeds": loose["seeds"], "success": {}}
     for name, s in series.items():
         mean, low, high = cluster_mean_ci(s)
         out["success"][name] = {"rate": mean, "ci95": [low, high]}
     zs = out["success"]["zero_shot_tie200"]["rate"]
     out["dynamics_only_over_zero_shot"] = out["success"]["dynamics_only_tie200"]["rate"] / zs if zs else None
     out["dynamics_only_minus_zero_shot"] = paired(series["dynamics_only_tie200"], series["zero_shot_tie200"])
-    out["dynamics_only_minus_full_finetune"] = paired(series["dynamics_only_tie200"], series["full_finetune_tie200"])
+    if "full_finetune_tie200" in series:
+        out["dynamics_only_minus_full_finetune"] = paired(series["dynamics_only_tie200"],
+                                                          series["full_finetune_tie200"])
     out["dynamics_only_tie200_minus_deployed_zero_shot"] = paired(series["dynamics_only_tie200"],
                                                                   series["zero_shot_tie1000_deployed"])
     out["latent_error_ratio_zero_shot_over_dynamics_only"] = (
         loose["summary"]["dynamics_only"]["latent_error_ratio_zero_shot_over_method"])
-    (HERE / "adaptation_ur5e_peg_mild_shift_tie200_readings.json").write_text(json.dumps(out, indent=1) + "\n")
+    (HERE / f"{name}_readings.json").write_text(json.dumps(out, indent=1) + "\n")
     for name, s in out["success"].items():
         print(f"{name:28s} {s['rate']:.3f} [{s['ci95'][0]:.3f}, {s['ci95'][1]:.3f}]")
     for key in ("dynamics_only_minus_zero_shot", "dynamics_only_minus_full_finetune",
                 "dynamics_only_tie200_minus_deployed_zero_shot"):
+        if key not in out:
+            continue
         d = out[key]
         print(f"{key:46s} {d['difference']:+.3f} [{d['ci95'][0]:+.3f}, {d['ci95'][1]:+.3f}] "
               f"wins {d['wins']} losses {d['losses']} p={d['sign_test_p']:.2g}")
