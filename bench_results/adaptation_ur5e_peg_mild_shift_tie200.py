@@ -58,9 +58,9 @@ def main() -> None:
     if "full_finetune" in loose["results"]:
         series["full_finetune_tie200"] = episodes(loose, "full_finetune", last)
     out = {"protocol": f"bench_results/{protocol}", "minutes": last, "seeds": loose["seeds"], "success": {}}
-    for name, s in series.items():
+    for label, s in series.items():
         mean, low, high = cluster_mean_ci(s)
-        out["success"][name] = {"rate": mean, "ci95": [low, high]}
+        out["success"][label] = {"rate": mean, "ci95": [low, high]}
     zs = out["success"]["zero_shot_tie200"]["rate"]
     out["dynamics_only_over_zero_shot"] = out["success"]["dynamics_only_tie200"]["rate"] / zs if zs else None
     out["dynamics_only_minus_zero_shot"] = paired(series["dynamics_only_tie200"], series["zero_shot_tie200"])
@@ -72,8 +72,8 @@ def main() -> None:
     out["latent_error_ratio_zero_shot_over_dynamics_only"] = (
         loose["summary"]["dynamics_only"]["latent_error_ratio_zero_shot_over_method"])
     (HERE / f"{name}_readings.json").write_text(json.dumps(out, indent=1) + "\n")
-    for name, s in out["success"].items():
-        print(f"{name:28s} {s['rate']:.3f} [{s['ci95'][0]:.3f}, {s['ci95'][1]:.3f}]")
+    for label, s in out["success"].items():
+        print(f"{label:28s} {s['rate']:.3f} [{s['ci95'][0]:.3f}, {s['ci95'][1]:.3f}]")
     for key in ("dynamics_only_minus_zero_shot", "dynamics_only_minus_full_finetune",
                 "dynamics_only_tie200_minus_deployed_zero_shot"):
         if key not in out:
