@@ -48,7 +48,9 @@ class ValueTraceConfig:
     actor: str = "planner"
     """``planner`` (MPPI, ``preset``) or ``expert`` (privileged scripted controller)."""
     preset: str = "prior"
-    """Planner preset, or ``checkpoint`` (the config stored beside the weights); ``prior`` is what the UR5e deploys."""
+    """Planner preset, or ``checkpoint`` (the config stored beside the weights). ``prior`` follows the policy prior
+    (what the UR5e deployed with ``checkpoints/ur5e_v1``); the deployed UR5e planner is ``cpu`` with the planner
+    override ``prior_weight=1000`` (``ur5e_bringup/config/ur5e.yaml``)."""
     seed: int = 1000
     """First episode seed; episode i uses ``seed + i``."""
     successes: int = 3
@@ -287,7 +289,8 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--actor", default="planner", choices=ACTORS,
                         help="who acts: the MPPI planner over the checkpoint, or the privileged expert")
     parser.add_argument("--preset", default="prior", choices=["checkpoint", *sorted(PRESETS)],
-                        help="planner preset (prior: what the UR5e deploys); checkpoint = the stored config")
+                        help="planner preset; checkpoint = the stored config (the deployed UR5e planner: "
+                             "--preset cpu --planner prior_weight=1000)")
     parser.add_argument("--planner", dest="planner_set", action="append", default=[], metavar="KEY=VALUE",
                         help="planner config override, repeatable")
     parser.add_argument("--set", dest="env_set", action="append", default=[], metavar="KEY=VALUE",
