@@ -200,6 +200,35 @@ def test_a_camera_robot_needs_the_encoder_and_gets_its_latent_not_pixels():
     assert not torch.equal(x[:, :d], y[:, :d]) and torch.equal(x[:, d:], y[:, d:])
 
 
+def _assert_same_transitions(cached, fresh, rows, atol=0.0):
+    a, b = cached.transitions(rows), fresh.transitions(rows)
+    for key in ("obs", "action", "reward", "next_obs", "done"):
+        torch.testing.assert_close(a[key], b[key], rtol=0.0 if atol == 0.0 else 1e-5, atol=atol, msg=key)
+
+
+def test_cached_offline_transitions_are_the_ones_read_from_the_store(dataset):
+    """The cache observes each row once: a row's observation as a window's first step and as the step after the
+    row before must be the same vector, for every transition, episode ends included."""
+    cached = OfflineTransitions(dataset, GO2, FlatObservation(GO2, HISTORY), seed=0, cache=True)
+    fresh = OfflineTransitions(dataset, GO2, FlatObservation(GO2, HISTORY), seed=0, cache=False)
+    starts = fresh.sampler.starts
+    assert np.any(~np.isin(starts + 1, starts)), "the data must hold episode ends for this test to mean anything"
+    _assert_same_transitions(cached, fresh, starts)
+    rng = np.random.default_rng(0)
+    _assert_same_transitions(cached, fresh, rng.choice(starts, 50))  # repeats and any order
+    with pytest.raises(ValueError, match="transition starts"):
+        cached.transitions(np.array([starts[-1] + 1]))  # an episode's last row has no next row
+
+
+def test_encoded_offline_transitions_are_cached_and_match_encoding_each_batch(ur5e_dataset):
+    model = tiny_model("ur5e")
+    observe = EncodedObservation(model, HISTORY)
+    cached = OfflineTransitions(ur5e_dataset, UR5E, observe, seed=0)  # on by default with the encoder
+    fresh = OfflineTransitions(ur5e_dataset, UR5E, observe, seed=0, cache=False)
+    assert cached._cache is not None and fresh._cache is None
+    _assert_same_transitions(cached, fresh, fresh.sampler.starts, atol=1e-5)
+
+
 def test_rl_baseline_on_the_ur5e_learns_through_the_frozen_encoder(ur5e_dataset):
     model = tiny_model("ur5e")
     encoder_before = _params(model)
