@@ -10,6 +10,7 @@ reward signal online, which the world model's dynamics-only finetuning does not.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from torch import nn
@@ -28,6 +29,11 @@ from simdist_core.eval.rollout import run_episode
 from simdist_core.robots import RobotSpec
 
 log = logging.getLogger(__name__)
+
+PROGRESS_EVERY_ROUNDS = 500
+"""Offline update rounds between progress lines in the log."""
+PROGRESS_EVERY_EPISODES = 10
+"""Online episodes between progress lines in the log."""
 
 AGENTS = {"rlpd": RLPDAgent, "iql": IQLAgent}
 """Method name -> agent class (its config is ``RLPDConfig`` / ``IQLConfig``)."""
@@ -65,9 +71,14 @@ class RLBaseline:
 
     def train_offline(self, rounds: int | None = None) -> dict[str, float]:
         """``rounds`` (default ``cfg.offline_steps``) update rounds on offline data only; returns the last losses."""
-        for _ in range(self.cfg.offline_steps if rounds is None else rounds):
+        total = self.cfg.offline_steps if rounds is None else rounds
+        began = time.perf_counter()
+        for i in range(total):
             self.last_log = self.agent.train_step(self.offline, None)
             self.updates += 1
+            if (i + 1) % PROGRESS_EVERY_ROUNDS == 0 and i + 1 < total:  # a CPU run of this phase can take many minutes
+                log.info("%s offline: %d/%d update rounds, %.0f s", type(self.agent).__name__, i + 1, total,
+                         time.perf_counter() - began)  # fmt: skip
         return self.last_log
 
     def _after_step(self) -> None:
@@ -85,12 +96,15 @@ class RLBaseline:
         """
         recorder = OnlineRecorder(self.spec, self.buffer, self.observe, self._after_step)
         planner = AgentPlanner(self.agent, self.observe, deterministic=False, seed=seed)
-        episodes = 0
+        episodes, began = 0, time.perf_counter()
         while recorder.steps < steps:
             run_episode(env, planner, seed=seed + episodes, max_steps=min(episode_steps, steps - recorder.steps),
                         on_step=recorder.on_step, on_reset=recorder.on_reset,
                         command_ramp_s=command_ramp_s)  # fmt: skip
             episodes += 1
+            if episodes % PROGRESS_EVERY_EPISODES == 0 and recorder.steps < steps:
+                log.info("%s online: %d/%d transitions, %d update rounds, %.0f s", type(self.agent).__name__,
+                         recorder.steps, steps, self.updates, time.perf_counter() - began)  # fmt: skip
         log.info("%s: %d online transitions, %d update rounds, last %s", type(self.agent).__name__, self.buffer.size,
                  self.updates, {k: round(v, 4) for k, v in self.last_log.items()})  # fmt: skip
         return episodes
