@@ -193,7 +193,7 @@ class OfflineTransitions:
     ``EncodedObservation``). Why: the encoder is frozen, so a row's observation never changes, and encoding the
     images of every batch again made an IQL update cost ~0.4 s on a 2-core CPU (UR5e, 64 px camera): over 2 hours
     of updates for one update per step over 15 minutes of experience at 20 Hz. The cache holds one float32 vector per
-    row (about 0.7 GB for 160k UR5e rows). A row's observation is the same whether it is a window's first step
+    row (476 MB for 160k UR5e rows). A row's observation is the same whether it is a window's first step
     or the step after the row before (the sampler builds both from the same rows), so each row is encoded once.
     """
 
@@ -231,14 +231,17 @@ class OfflineTransitions:
 
     def _read(self, rows: np.ndarray) -> Batch:
         """``transitions`` read from the store and observed now."""
-        n = len(rows)
         w = self.sampler.sample(starts=rows)
         obs = {key: value[:, 0] for key, value in w["obs"].items()}
         nxt = {key: value[:, 1] for key, value in w["obs"].items()}
-        done = (np.asarray(self.dataset.gather("terminated", rows + 1), np.float32).reshape(-1)
-                if self.has_terminal else np.zeros(n, np.float32))  # fmt: skip
         return {"obs": self.observe(obs), "action": w["actions"][:, 0], "reward": w["rewards"][:, 0],
-                "next_obs": self.observe(nxt), "done": torch.from_numpy(done)}  # fmt: skip
+                "next_obs": self.observe(nxt), "done": self._done(rows)}  # fmt: skip
+
+    def _done(self, rows: np.ndarray) -> torch.Tensor:
+        """(B,) float32: the ``terminated`` flag of the row after each of ``rows`` (zeros in stores without it)."""
+        if not self.has_terminal:
+            return torch.zeros(len(rows))
+        return torch.from_numpy(np.asarray(self.dataset.gather("terminated", rows + 1), np.float32).reshape(-1))
 
     def _observe_every_row(self, chunk: int = 2048) -> dict[str, Any]:
         """Every transition's observation, action, reward and done, and the episodes' last rows' observations.
@@ -250,7 +253,7 @@ class OfflineTransitions:
         began = time.perf_counter()
         starts = self.sampler.starts
         rows = np.union1d(starts, starts + 1)
-        starts_set = np.isin(starts + 1, starts)  # the row after this start is itself a start
+        next_is_start = np.isin(starts + 1, starts)  # else the row after this start ends its episode
         obs: torch.Tensor | None = None
         parts: dict[str, list[torch.Tensor]] = {"action": [], "reward": [], "done": []}
         for i in range(0, len(starts), chunk):
@@ -260,16 +263,14 @@ class OfflineTransitions:
             if obs is None:
                 obs = torch.empty(len(rows), first.shape[1], dtype=first.dtype)
             obs[np.searchsorted(rows, rows_i)] = first
-            last = ~starts_set[i : i + chunk]
+            last = ~next_is_start[i : i + chunk]
             if last.any():
                 obs[np.searchsorted(rows, rows_i[last] + 1)] = self.observe(
                     {key: value[torch.from_numpy(last), 1] for key, value in w["obs"].items()}
                 )
             parts["action"].append(w["actions"][:, 0])
             parts["reward"].append(w["rewards"][:, 0])
-            done = (np.asarray(self.dataset.gather("terminated", rows_i + 1), np.float32).reshape(-1)
-                    if self.has_terminal else np.zeros(len(rows_i), np.float32))  # fmt: skip
-            parts["done"].append(torch.from_numpy(done))
+            parts["done"].append(self._done(rows_i))
         cache = {"rows": rows, "obs": obs, **{k: torch.cat(v) for k, v in parts.items()}}
         log.info("observed the %d offline rows once (%.0f MB) in %.0f s", len(rows),
                  obs.numel() * obs.element_size() / 1e6, time.perf_counter() - began)  # fmt: skip
