@@ -61,6 +61,7 @@ def test_benchmark_cli_reports_all_methods(tmp_path):
         assert res["probe_error"][0] == zero["probe_error"][0] and res["probe_error"][1] > 0
         assert report["summary"][method]["probe_error_ratio_zero_shot_over_method"] > 0
         assert res["reward_error"][0] == zero["reward_error"][0] and res["reward_error"][1] > 0
+        assert res["reward_error_task"][0] == zero["reward_error_task"][0] and res["reward_error_task"][1] > 0
         assert res["reward_per_step"][0] == zero["reward_per_step"][0]
         assert all(isinstance(v, float) and v == v for v in res["reward_per_step"])
         assert "reward_per_step_minus_zero_shot" in report["summary"][method]
@@ -126,6 +127,7 @@ def test_rl_baselines_and_a_compared_checkpoint_run_on_the_same_budget(tmp_path,
         res = results[method]
         assert res["minutes"] == [0.0, 0.02] and all(m == m for m in res["metric"])  # finite, not NaN
         assert res["latent_error"] == [None, None] and res["probe_error"] == [None, None]
+        assert res["reward_error_task"] == [None, None]
         assert res["update_rounds"] == [2, 2 + 60 // 10]  # 0.02 min at 50 Hz = 60 steps, a round every 10
         assert report["summary"][method]["latent_error_ratio_zero_shot_over_method"] is None
     # the compared checkpoint starts from its own zero-shot point, not the main one's
@@ -185,6 +187,39 @@ def test_heldout_labels_belong_to_each_recorded_observation(tmp_path):
     np.testing.assert_allclose(stored_rewards[:-1], np.float32(rewards[: len(first)]), rtol=0, atol=0)
     assert stored_rewards[-1] == 0.0  # the final-observation row, as simdist generate stores it
     assert np.ptp(stored[:, 0]) > 0  # the state really changes between rows
+
+
+def test_reward_error_in_task_units_is_the_heads_error_whatever_its_normaliser(tmp_path):
+    """``reward_error_task`` is the MSE of the reward head in task units along predicted latents: it does not move
+    when a head's normaliser is rescaled with its output (same task-unit predictions), while the training loss
+    (``reward_error``, normalised units) does; with a constant head it equals the spread of the true rewards."""
+    from _train_testlib import collect
+    from simdist_core.data.sampler import WindowSampler
+    from simdist_core.eval.adaptation import REWARD_ONLY, reward_rollout_error
+    from simdist_core.training.adapt import fixed_batches
+    from simdist_core.training.trainer import evaluate_loss
+
+    torch.set_num_threads(1)
+    model = tiny_model("go2")
+    ds = collect(tmp_path / "d", task="go2/foam", model=model, episodes=2, max_steps=30, record_reward=True)
+    batches = fixed_batches(WindowSampler(ds, model.spec, batch_size=8, seed=0), 16, 8, 0)
+    head = model.reward_head
+    with torch.no_grad():
+        head.target_mean.fill_(0.5)
+        head.target_std.fill_(2.0)
+    task_error, loss = reward_rollout_error(model, batches), evaluate_loss(model, batches, REWARD_ONLY)["reward"]
+    with torch.no_grad():  # 4x the normaliser's spread, a quarter of the output: the same task-unit predictions
+        head.target_std.mul_(4.0)
+        head.out[-1].weight.div_(4.0)
+        head.out[-1].bias.div_(4.0)
+    assert reward_rollout_error(model, batches) == pytest.approx(task_error, rel=1e-5)
+    assert evaluate_loss(model, batches, REWARD_ONLY)["reward"] != pytest.approx(loss, rel=1e-2)
+    with torch.no_grad():  # a head that always predicts its mean, 0.5 reward units
+        head.out[-1].weight.zero_()
+        head.out[-1].bias.zero_()
+    rewards = torch.cat([b["rewards"][b["valid"].bool()] for b in batches])
+    assert rewards.std() > 0  # real, varying rewards
+    assert reward_rollout_error(model, batches) == pytest.approx(float((rewards - 0.5).pow(2).mean()), rel=1e-5)
 
 
 TINY_RUN = ["--task", "go2/foam", "--minutes", "0,0.02", "--methods", "dynamics_only", "--set", "eval_episodes=2",

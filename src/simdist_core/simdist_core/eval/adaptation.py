@@ -16,8 +16,11 @@ Probe error is the yardstick all methods share: the held-out set also stores the
 privileged probe (Go2: base velocity in the heading frame, m/s; UR5e: TCP position, m), and the
 error is the MSE of the probe head read from the open-loop predicted latents (H steps from one
 encoded observation and the executed actions) against it. Reward error is the frozen-in-SimDist
-reward head read along the same predicted latents against the simulator's true reward (normalised
-units): it shows whether the heads still judge the predicted states right. Neither is a training label.
+reward head read along the same predicted latents against the simulator's true reward: it shows whether the
+heads still judge the predicted states right. Neither is a training label. ``reward_error`` is the head's
+training loss, in its own normalised units (each head is normalised by the reward spread of the data it was
+pretrained on), so it compares methods of one checkpoint only; ``reward_error_task`` is the same comparison as
+a mean squared error in the task's reward units, which also compares two checkpoints (``--compare``).
 
 Offline-to-online RL baselines (``rlpd``, ``iql``; ``simdist_core.baselines``): each agent is trained
 on the pretraining dataset (``--data``; default: the dataset recorded in the checkpoint's provenance),
@@ -246,6 +249,7 @@ class Benchmark:
         report["latent_error"] = evaluate_loss(model, self.holdout, finetune_loss_weights())["consistency"]
         report["probe_error"] = probe_rollout_error(model, self.holdout)
         report["reward_error"] = evaluate_loss(model, self.holdout, REWARD_ONLY)["reward"]
+        report["reward_error_task"] = reward_rollout_error(model, self.holdout)
         return report
 
     def run_method(
@@ -329,7 +333,7 @@ class Benchmark:
         """Closed-loop task metric of an RL baseline's mean-action policy (no latent yardsticks: ``None``)."""
         report = evaluate(self.pretrained, self.eval_cfg, env_overrides=self.env_overrides,
                           planner=baseline.evaluation_planner(self.cfg.seed))  # fmt: skip
-        return {**report, "latent_error": None, "probe_error": None, "reward_error": None}
+        return {**report, "latent_error": None, "probe_error": None, "reward_error": None, "reward_error_task": None}
 
     def run_rl_method(self, method: str) -> dict[str, Any]:
         """An RL baseline: offline phase, evaluate (minute 0), then per minute mark collect while learning, evaluate.
@@ -423,7 +427,8 @@ def point_fields(report: dict[str, Any], metric: str) -> dict[str, Any]:
     steps, episodes = summary.get("steps", 0.0), report.get("episodes", 0)
     fields = {
         "metric": report[metric], "latent_error": report["latent_error"], "probe_error": report["probe_error"],
-        "reward_error": report["reward_error"], "falls": report.get("falls"),
+        "reward_error": report["reward_error"], "reward_error_task": report.get("reward_error_task"),
+        "falls": report.get("falls"),
         "mean_duration_s": summary.get("duration_s"),
         "reward_per_step": summary["mean_return"] * episodes / steps if steps and "mean_return" in summary else None,
     }  # fmt: skip
@@ -435,6 +440,29 @@ def point_fields(report: dict[str, Any], metric: str) -> dict[str, Any]:
         fields.update(episode_metric=values, episode_fell=fell, episode_duration_s=durations,
                       metric_ci95=list(stats.mean_ci(values)[1:]), falls_per_min=falls_per_minute(fell, durations))
     return fields
+
+
+def reward_rollout_error(model: torch.nn.Module, batches: list[Batch]) -> float:
+    """MSE, in the task's reward units, of the reward head read along open-loop predicted latents (valid steps).
+
+    Each window: encode o_0, predict z_1..z_H from the executed actions, read the reward head on (z_k, a_k) and
+    map it to task units with the head's own normaliser, compare with the recorded reward. Unlike the training
+    loss (``reward_error``), comparable across checkpoints pretrained on different data.
+    """
+    was_training = model.training
+    model.eval()
+    total, count = 0.0, 0.0
+    with torch.no_grad():
+        for batch in batches:
+            latent = model.encode({key: value[:, 0] for key, value in batch["obs"].items()})
+            zs = model.predict(latent, batch["actions"])  # (B, H, D)
+            head = model.reward_head
+            pred = head.denormalize(head(torch.cat([zs, batch["actions"]], dim=-1), latent.context))  # (B, H)
+            mask = batch["valid"].to(pred.dtype)
+            total += float(((pred - batch["rewards"]).pow(2) * mask).sum())
+            count += float(mask.sum())
+    model.train(was_training)
+    return total / max(count, 1.0)
 
 
 def probe_rollout_error(model: torch.nn.Module, batches: list[Batch]) -> float:

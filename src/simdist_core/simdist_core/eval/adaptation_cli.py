@@ -299,15 +299,15 @@ def _print_table(report: dict[str, Any]) -> None:
         print(f"seeds {', '.join(map(str, seeds))}: metric = mean over all their episodes, 95 % CI over seeds and "
               f"episodes; errors = mean over seeds")
     print(f"{'method':<24} {'minutes':>8} {report['metric']:>20} {'95% CI':>18} {'latent_error':>14} "
-          f"{'probe_error':>12} {'reward_error':>13} {'reward/step':>12}")  # fmt: skip
+          f"{'probe_error':>12} {'reward_error':>13} {'reward_err_task':>16} {'reward/step':>12}")  # fmt: skip
     for method, res in report["results"].items():
         nan = [float("nan")] * len(res["minutes"])
-        cols = [[float("nan") if v is None else v for v in res.get(key, nan)]
-                for key in ("latent_error", "probe_error", "reward_error", "reward_per_step")]  # fmt: skip
+        keys = ("latent_error", "probe_error", "reward_error", "reward_error_task", "reward_per_step")
+        cols = [[float("nan") if v is None else v for v in res.get(key, nan)] for key in keys]
         cis = [f"[{c[0]:.3f}, {c[1]:.3f}]" if c else "" for c in res.get("metric_ci95", [None] * len(res["minutes"]))]
         rows = zip(res["minutes"], res["metric"], cis, *cols, strict=True)
-        for m, v, c, e, p, r, g in rows:
-            print(f"{method:<24} {m:>8.2f} {v:>20.3f} {c:>18} {e:>14.5f} {p:>12.5f} {r:>13.5f} {g:>12.3f}")
+        for m, v, c, e, p, r, t, g in rows:
+            print(f"{method:<24} {m:>8.2f} {v:>20.3f} {c:>18} {e:>14.5f} {p:>12.5f} {r:>13.5f} {t:>16.5f} {g:>12.3f}")
     print(f"wall time {report['wall_s']:.0f} s" + (" (all seeds together)" if seeds else ""))
 
 

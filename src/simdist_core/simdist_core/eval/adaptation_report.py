@@ -64,7 +64,7 @@ def summarise(results: dict[str, Any]) -> dict[str, Any]:
             "metric_ratio_vs_zero_shot": last_metric / zero_metric if zero_metric > 0 else None,
             "latent_error_ratio_zero_shot_over_method": zero_err / last_err if last_err else None,
         }
-        for key in ("probe_error", "reward_error"):  # absent in reports written before they existed
+        for key in ("probe_error", "reward_error", "reward_error_task"):  # absent in reports written before them
             if key in res and key in zero:
                 last = res[key][-1]
                 out[method][f"{key}_ratio_zero_shot_over_method"] = zero[key][0] / last if last else None
@@ -181,7 +181,7 @@ MAY_DIFFER_ON_REQUEST = ("rl_dataset", "replay_dataset")
 machine that ran each seed. A dataset regenerated elsewhere with the same command has another path; the paths do not
 tell whether it is the same data, so the user vouches for that, and the merged report keeps every seed's path
 (``allowed_differences``)."""
-PER_SEED_MEAN = ("latent_error", "probe_error", "reward_error", "reward_per_step", "falls")
+PER_SEED_MEAN = ("latent_error", "probe_error", "reward_error", "reward_error_task", "reward_per_step", "falls")
 """Per-point values a merged report gives as the mean over seeds (each seed's in ``<key>_per_seed``)."""
 
 
@@ -457,7 +457,10 @@ def plot(report: dict[str, Any], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     zero = report["results"]["zero_shot"]
-    keys = [k for k in ("metric", "latent_error", "probe_error", "reward_error", "reward_per_step")
+    # The reward head's error in task units where the report has it (comparable across checkpoints), else its
+    # training loss in the head's own normalised units (reports written before the task-unit error existed).
+    reward_key = "reward_error_task" if zero.get("reward_error_task", [None])[0] is not None else "reward_error"
+    keys = [k for k in ("metric", "latent_error", "probe_error", reward_key, "reward_per_step")
             if zero.get(k, [None])[0] is not None]  # fmt: skip
     fig, axes = plt.subplots(1, len(keys), figsize=(4.5 * len(keys), 4))
     last = max(max(r["minutes"]) for r in report["results"].values())
@@ -479,7 +482,8 @@ def plot(report: dict[str, Any], path: Path) -> None:
                                            else "\nmean, 95 % CI over episodes" if has_ci else ""))
     axes[1].set_ylabel("held-out latent error (MSE)" + (f"\nmean, min-max of {len(seeds)} seeds" if seeds else ""))
     labels = {"probe_error": "held-out probe error (MSE, physical units)",
-              "reward_error": "held-out reward-head error (MSE, normalised)",
+              "reward_error": "held-out reward-head error\n(Huber, each head's normalised units)",
+              "reward_error_task": "held-out reward-head error (MSE, task units)",
               "reward_per_step": "true reward per step in evaluation (sim)"}  # fmt: skip
     for ax, key in zip(axes[2:], keys[2:], strict=True):
         ax.set_ylabel(labels[key])
