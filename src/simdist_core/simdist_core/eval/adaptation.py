@@ -239,8 +239,7 @@ class Benchmark:
         shard = self.workdir / "heldout" / "shard-0"
         steps = int(round(self.cfg.heldout_episodes * self.cfg.episode_s * self.control_hz))
         self._collect(self.pretrained, shard, steps, episode_seed(HELDOUT_STREAM, self.cfg.seed), 0, eval_labels=True)
-        sampler = WindowSampler(Dataset(shard.parent), self.pretrained.spec, batch_size=64, seed=self.cfg.seed)
-        self.holdout = fixed_batches(sampler, self.cfg.heldout_windows, 64, self.cfg.seed)
+        self.holdout = heldout_batches(shard.parent, self.pretrained.spec, self.cfg.heldout_windows, self.cfg.seed)
 
     def measure(self, model: torch.nn.Module) -> dict[str, Any]:
         """Closed-loop task metric and held-out latent error of ``model``."""
@@ -440,6 +439,15 @@ def point_fields(report: dict[str, Any], metric: str) -> dict[str, Any]:
         fields.update(episode_metric=values, episode_fell=fell, episode_duration_s=durations,
                       metric_ci95=list(stats.mean_ci(values)[1:]), falls_per_min=falls_per_minute(fell, durations))
     return fields
+
+
+def heldout_batches(folder: Path, spec: Any, windows: int, seed: int) -> list[Batch]:  # noqa: ANN401
+    """The fixed held-out windows a benchmark seed scores every model on, from its recorded ``<workdir>/heldout``.
+
+    Also how a finished run's held-out set is read again (``scripts/diagnostics/rescore_heldout.py``).
+    """
+    sampler = WindowSampler(Dataset(folder), spec, batch_size=64, seed=seed)
+    return fixed_batches(sampler, windows, 64, seed)
 
 
 def reward_rollout_error(model: torch.nn.Module, batches: list[Batch]) -> float:
