@@ -194,15 +194,13 @@ def test_reward_error_in_task_units_is_the_heads_error_whatever_its_normaliser(t
     when a head's normaliser is rescaled with its output (same task-unit predictions), while the training loss
     (``reward_error``, normalised units) does; with a constant head it equals the spread of the true rewards."""
     from _train_testlib import collect
-    from simdist_core.data.sampler import WindowSampler
-    from simdist_core.eval.adaptation import REWARD_ONLY, reward_rollout_error
-    from simdist_core.training.adapt import fixed_batches
+    from simdist_core.eval.adaptation import REWARD_ONLY, heldout_batches, reward_rollout_error
     from simdist_core.training.trainer import evaluate_loss
 
     torch.set_num_threads(1)
     model = tiny_model("go2")
-    ds = collect(tmp_path / "d", task="go2/foam", model=model, episodes=2, max_steps=30, record_reward=True)
-    batches = fixed_batches(WindowSampler(ds, model.spec, batch_size=8, seed=0), 16, 8, 0)
+    collect(tmp_path / "d", task="go2/foam", model=model, episodes=2, max_steps=30, record_reward=True)
+    batches = heldout_batches(tmp_path / "d", model.spec, 16, 0)
     head = model.reward_head
     with torch.no_grad():
         head.target_mean.fill_(0.5)

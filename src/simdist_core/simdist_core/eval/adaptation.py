@@ -450,42 +450,42 @@ def heldout_batches(folder: Path, spec: Any, windows: int, seed: int) -> list[Ba
     return fixed_batches(sampler, windows, 64, seed)
 
 
-def reward_rollout_error(model: torch.nn.Module, batches: list[Batch]) -> float:
-    """MSE, in the task's reward units, of the reward head read along open-loop predicted latents (valid steps).
+def _rollout_error(model: torch.nn.Module, batches: list[Batch], step_error: Any) -> float:  # noqa: ANN401
+    """Mean over valid steps of ``step_error(latent, zs, batch)`` (B, H) along open-loop predicted latents.
 
-    Each window: encode o_0, predict z_1..z_H from the executed actions, read the reward head on (z_k, a_k) and
-    map it to task units with the head's own normaliser, compare with the recorded reward. Unlike the training
-    loss (``reward_error``), comparable across checkpoints pretrained on different data.
+    Each window: encode o_0, predict z_1..z_H from the executed actions; ``step_error`` compares what a head reads
+    off them with what was recorded at steps 1..H.
     """
-    was_training = model.training
-    model.eval()
     total, count = 0.0, 0.0
     with torch.no_grad():
         for batch in batches:
             latent = model.encode({key: value[:, 0] for key, value in batch["obs"].items()})
-            zs = model.predict(latent, batch["actions"])  # (B, H, D)
-            head = model.reward_head
-            pred = head.denormalize(head(torch.cat([zs, batch["actions"]], dim=-1), latent.context))  # (B, H)
-            mask = batch["valid"].to(pred.dtype)
-            total += float(((pred - batch["rewards"]).pow(2) * mask).sum())
+            err = step_error(latent, model.predict(latent, batch["actions"]), batch)  # (B, H)
+            mask = batch["valid"].to(err.dtype)
+            total += float((err * mask).sum())
             count += float(mask.sum())
-    model.train(was_training)
     return total / max(count, 1.0)
+
+
+def reward_rollout_error(model: torch.nn.Module, batches: list[Batch]) -> float:
+    """MSE, in the task's reward units, of the reward head read along open-loop predicted latents (valid steps).
+
+    The head's prediction is mapped to task units with its own normaliser. Unlike the training loss
+    (``reward_error``), comparable across checkpoints pretrained on different data.
+    """
+    head = model.reward_head
+
+    def squared_error(latent: Any, zs: torch.Tensor, batch: Batch) -> torch.Tensor:  # noqa: ANN401
+        pred = head.denormalize(head(torch.cat([zs, batch["actions"]], dim=-1), latent.context))
+        return (pred - batch["rewards"]).pow(2)
+
+    return _rollout_error(model, batches, squared_error)
 
 
 def probe_rollout_error(model: torch.nn.Module, batches: list[Batch]) -> float:
     """MSE of the probe decoded from open-loop predicted latents vs the privileged probe (valid steps).
 
-    Each window: encode o_0, predict z_1..z_H from the executed actions, decode the probe, compare
-    with the recorded ``probe`` at steps 1..H. Comparable across methods whatever their encoder.
+    Compared with the recorded ``probe`` at steps 1..H. Comparable across methods whatever their encoder.
     """
-    total, count = 0.0, 0.0
-    with torch.no_grad():
-        for batch in batches:
-            latent = model.encode({key: value[:, 0] for key, value in batch["obs"].items()})
-            zs = model.predict(latent, batch["actions"])  # (B, H, D)
-            err = (model.decode_probe(zs) - batch["probe"][:, 1:]).pow(2).mean(-1)  # (B, H)
-            mask = batch["valid"].to(err.dtype)
-            total += float((err * mask).sum())
-            count += float(mask.sum())
-    return total / max(count, 1.0)
+    return _rollout_error(model, batches,
+                          lambda _, zs, batch: (model.decode_probe(zs) - batch["probe"][:, 1:]).pow(2).mean(-1))
