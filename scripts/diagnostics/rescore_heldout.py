@@ -51,15 +51,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     report = json.loads(args.report.read_text())
-    pretrained = {"": report["checkpoint"], **{f"@{label}": path for label, path in report["compare"].items()}}
+    paths = {"": report["checkpoint"], **{f"@{label}": path for label, path in report["compare"].items()}}
+    pretrained = {f"zero_shot{suffix}": load_checkpoint(path)[0] for suffix, path in paths.items()}  # every seed's
+    spec = pretrained["zero_shot"].spec
     windows = report["config"]["heldout_windows"]
     rows = []
     for seed, finals, results in per_seed_reports(report):
         workdir = Path(next(iter(finals.values()))).parents[1]
-        models = {f"zero_shot{suffix}": load_checkpoint(path)[0] for suffix, path in pretrained.items()}
-        models.update({method: load_checkpoint(path)[0] for method, path in finals.items()})
-        first = next(iter(models.values()))
-        batches = heldout_batches(workdir / "heldout", first.spec, windows, seed)
+        models = {**pretrained, **{method: load_checkpoint(path)[0] for method, path in finals.items()}}
+        batches = heldout_batches(workdir / "heldout", spec, windows, seed)
         for method, model in models.items():
             model.eval()
             loss = evaluate_loss(model, batches, REWARD_ONLY)["reward"]
