@@ -53,3 +53,18 @@ def test_reports_run_with_other_settings_are_refused(eval_pairs, tmp_path):
         eval_pairs.episodes_by_seed(tmp_path, "base")
     with pytest.raises(FileNotFoundError):
         eval_pairs.episodes_by_seed(tmp_path, "missing")
+
+
+def test_two_planner_settings_compare_only_when_the_key_they_differ_in_is_named(eval_pairs, tmp_path):
+    on, off = {"prior_weight": 1000.0, "terminal_value": True}, {"prior_weight": 1000.0, "terminal_value": False}
+    _report(tmp_path, "value_on", 1000, [1.0, 1.0, 0.0, 1.0], planner=on)
+    _report(tmp_path, "value_off", 1000, [0.0, 1.0, 0.0, 0.0], planner=off)
+    args = [str(tmp_path), "--base", "value_on", "--new", "value_off", "--json", str(tmp_path / "out.json")]
+    with pytest.raises(ValueError, match="evaluated differently"):
+        eval_pairs.main(args)
+    eval_pairs.main([*args, "--planner-key", "terminal_value"])
+    paired = json.loads((tmp_path / "out.json").read_text())["paired"]
+    assert (paired["new_wins"], paired["new_losses"]) == (0, 2)
+    assert paired["new_minus_base"] == -0.5
+    low, high = paired["new_minus_base_ci95"]
+    assert -1.0 <= low <= -0.5 <= high <= 0.0
