@@ -99,8 +99,9 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"{args.data}: value_features have {features.shape[1]} columns; is this a UR5e dataset?")
     episode, row = data.row_episode, np.arange(data.n_steps)
     inserted = features[:, SUCCESS] > 0.5
-    insert_row = np.full(data.num_episodes, -1)
-    insert_row[episode[inserted][::-1]] = row[inserted][::-1]  # first inserted row of each episode
+    first = np.full(data.num_episodes, data.n_steps)
+    np.minimum.at(first, episode[inserted], row[inserted])
+    insert_row = np.where(first < data.n_steps, first, -1)  # first inserted row of each episode, -1: never
     lateral = features[:, LATERAL] * LATERAL_SCALE_M
     at_hole = ((~inserted) & (lateral < args.lateral_mm / 1e3)
                & (features[:, REL_Z] * REL_Z_SCALE_M < args.height_mm / 1e3))  # fmt: skip
