@@ -52,10 +52,10 @@ out = {"task": "ur5e/peg_mild_shift", "seeds": [9300, 9339], "arms": arms, "pair
     "adapted_minus_pretrained_value_off": ci([minus(s["off", m], s["off", "pretrained"]) for m in ADAPTED]),
     "adapted_value_off_minus_deployed": ci([minus(s["off", m], deployed) for m in ADAPTED]),
     "adapted_value_on_minus_deployed": ci([minus(s["on", m], deployed) for m in ADAPTED]),
-}}
+}, "pooled_adapted": {f"value_{v}": ci([s[v, m] for m in ADAPTED]) for v in ("on", "off")}}
 for name, row in arms.items():
     print(f"{name:<16} {row['success_rate']:.3f} {row['success_ci95']}  funnel {list(row['funnel'].values())}")
-for name, row in out["paired"].items():
+for name, row in {**out["paired"], **out["pooled_adapted"]}.items():
     print(f"{name:<36} {row['mean']:+.3f} {row['ci95']}")
 OUT.write_text(json.dumps(out, indent=1) + "\n")
 print("wrote", OUT)
