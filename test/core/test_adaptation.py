@@ -596,3 +596,30 @@ def test_dynamics_only_is_compared_paired_with_every_rival_on_its_minute_marks()
     assert last["metric_minus_full_finetune"] == pytest.approx(5.05)
     assert "metric_minus_rlpd" not in last and "metric_minus_rlpd" in summary["dynamics_only"]["by_minute"][0]
     assert "metric_minus_dynamics_only" not in str(summary["iql"])
+
+
+def test_merge_joins_a_report_written_before_a_new_zero_shot_yardstick_and_keeps_it():
+    """Reports of one seed from before and after the benchmark added a field (``reward_error_task``) join on the
+    fields both hold; the episodes themselves must be in both and agree."""
+    from simdist_core.eval.adaptation import METHOD_CHOICES
+    from simdist_core.eval.adaptation_report import merge_reports
+
+    eps = [(1.0, 0.0, 60.0), (3.0, 0.0, 60.0)]
+    a = _report(0, eps, 0.4, [(2.0, 0.0, 60.0), (4.0, 0.0, 60.0)], 0.1)
+    b = _report(1, eps, 0.2, [(6.0, 0.0, 60.0), (8.0, 0.0, 60.0)], 0.3)
+    a_rl, b_rl = (_as_rlpd(r, [(0.5, 1.0, 30.0), (0.5, 1.0, 30.0)]) for r in (a, b))
+    for old in (a, b):
+        old["results"]["zero_shot"].pop("reward_error_task", None)
+    for new in (a_rl, b_rl):
+        new["results"]["zero_shot"]["reward_error_task"] = [0.7]
+    merged = merge_reports([a, b, a_rl, b_rl], ["a.json", "b.json", "ar.json", "br.json"], METHOD_CHOICES)
+    assert merged["results"]["zero_shot"]["reward_error_task_per_seed"] == [[0.7, 0.7]]
+    assert merged["summary"]["dynamics_only"]["by_minute"][-1]["metric_minus_rlpd"] == pytest.approx(4.5)
+    # a field both hold must agree, and a zero-shot point without its episodes does not join
+    a_rl["results"]["zero_shot"]["latent_error"] = [123.0]
+    with pytest.raises(ValueError, match="results.zero_shot"):
+        merge_reports([a, b, a_rl, b_rl], ["a.json", "b.json", "ar.json", "br.json"], METHOD_CHOICES)
+    a_rl["results"]["zero_shot"]["latent_error"] = a["results"]["zero_shot"]["latent_error"]
+    del a["results"]["zero_shot"]["episode_metric"]
+    with pytest.raises(ValueError, match="results.zero_shot"):
+        merge_reports([a, b, a_rl, b_rl], ["a.json", "b.json", "ar.json", "br.json"], METHOD_CHOICES)

@@ -270,6 +270,23 @@ def _settings_from_users(members: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+ZERO_SHOT_MUST_HAVE = ("minutes", "metric", "episode_metric")
+"""Zero-shot fields both reports of a join must hold (and agree on): the episodes themselves."""
+
+
+def _same_zero_shot(a: dict | None, b: dict | None) -> dict | None:
+    """The joined zero-shot point of two reports of one seed, or ``None`` when they did not measure the same one.
+
+    Every field both hold must be equal, and both must hold the episodes (``ZERO_SHOT_MUST_HAVE``). A field only
+    one holds is a yardstick the benchmark added between the two runs (``reward_error_task`` was): it is kept.
+    """
+    if not a or not b or any(key not in a or key not in b for key in ZERO_SHOT_MUST_HAVE):
+        return None
+    if any(a[key] != b[key] for key in a.keys() & b.keys()):
+        return None
+    return {**a, **b}
+
+
 def join_seed_reports(
     reports: list[dict[str, Any]], names: list[str], method_order: Sequence[str] = ()
 ) -> tuple[list[dict[str, Any]], list[str]]:
@@ -308,12 +325,14 @@ def join_seed_reports(
                 raise ValueError(f"seed {seed} appears twice ({names[members[0]]} and {name}, both with {twice}); "
                                  f"each report must be another seed, or other methods of the same seed")
             differ = _join_differences(first, report)
-            if (report.get("results") or {}).get("zero_shot") != results.get("zero_shot"):
+            zero_shot = _same_zero_shot(results.get("zero_shot"), (report.get("results") or {}).get("zero_shot"))
+            if zero_shot is None:
                 differ.append("results.zero_shot")
             if differ:
                 raise ValueError(f"{names[members[0]]} and {name} are both seed {seed} but differ in {differ}: "
                                  f"not methods of the same run")
             results.update(report["results"])
+            results["zero_shot"] = zero_shot
         order = {m: k for k, m in enumerate(method_order)}
         results = dict(sorted(results.items(), key=lambda item: order.get(item[0], len(order))))
         joined = {**_settings_from_users([reports[j] for j in members]), "results": results,
