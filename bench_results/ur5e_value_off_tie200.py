@@ -24,11 +24,12 @@ def load(name: str, prior_weight: float, value: bool) -> list[float]:
     if (report["task"] != "ur5e/peg_mild_shift" or report["episodes"] != 40
             or planner["prior_weight"] != prior_weight or planner["terminal_value"] != value):
         raise SystemExit(f"{name} is not the protocol's run")
-    arms[name] = {"success_rate": round(mean_ci([e["success"] for e in report["per_episode"]])[0], 3),
-                  "success_ci95": [round(x, 3) for x in mean_ci([e["success"] for e in report["per_episode"]])[1:]],
+    success = [float(e["success"]) for e in report["per_episode"]]
+    mean, low, high = mean_ci(success)
+    arms[name] = {"success_rate": round(mean, 3), "success_ci95": [round(low, 3), round(high, 3)],
                   "funnel": {k: int(sum(e.get(k, 0.0) for e in report["per_episode"])) for k in FUNNEL},
                   "checkpoint": report["checkpoint"]}  # fmt: skip
-    return [float(e["success"]) for e in report["per_episode"]]
+    return success
 
 
 def ci(clusters: list[list[float]]) -> dict:
