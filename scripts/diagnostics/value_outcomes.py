@@ -11,7 +11,9 @@ successes). This asks where that comes from, on a pretraining dataset of ``simdi
 * scores: the dataset's value **label** (the expert value function of ``simdist_core.data.value_labels``, which
   the head is trained to match), the model's value **head** on the encoder's latent of the row (``--checkpoint``;
   on at most ``--head-rows`` rows drawn at random), and, as a reference that needs no learning, minus the
-  **lateral error** (how far the tip is off the axis);
+  **lateral error** (how far the tip is off the axis), and, with ``--value-fn DIR``, the labels another fitted
+  expert value function would give (``DIR/value_fn.safetensors``, e.g. from ``simdist generate --set
+  data.value.episodes=64``: does a fit on more expert episodes rank the rows differently?);
 * for each, the AUC of the outcome (0.5 = no separation; below 0.5 = ranked the wrong way round), with a 95 %
   interval from resampling whole episodes.
 
@@ -30,6 +32,7 @@ import torch
 from simdist_core.checkpoint import load_checkpoint
 from simdist_core.data.dataset import Dataset
 from simdist_core.data.sampler import WindowSampler
+from simdist_core.data.value_labels import ValueFunction
 
 # Columns of the UR5e ``value_features`` (``Ur5eEnv.privileged_state``) and their scales.
 REL_Z, LATERAL, SUCCESS = 2, 5, 8
@@ -86,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lateral-mm", type=float, default=3.0, help="at the hole: tip this close to the axis")
     parser.add_argument("--height-mm", type=float, default=10.0, help="at the hole: tip at most this above its top")
     parser.add_argument("--within", default="25,40,100", help="steps (20 Hz) within which 'inserts soon' counts")
+    parser.add_argument("--value-fn", type=Path, help="folder of another fitted value function to score the rows with")
     parser.add_argument("--head-rows", type=int, default=4000, help="rows the value head is scored on")
     parser.add_argument("--bootstrap", type=int, default=200, help="episode resamples for the intervals")
     parser.add_argument("--seed", type=int, default=0)
@@ -114,6 +118,9 @@ def main(argv: list[str] | None = None) -> int:
     rng = np.random.default_rng(args.seed)
     head_pick = np.sort(rng.choice(len(rows), min(args.head_rows, len(rows)), replace=False))
     scores = {"label": (label[rows], np.arange(len(rows))), "minus_lateral": (-lateral[rows], np.arange(len(rows)))}
+    refit = ValueFunction.load(args.value_fn) if args.value_fn is not None else None
+    if refit is not None:
+        scores["refit_label"] = (refit(features[rows]).astype(np.float64), np.arange(len(rows)))
     if args.checkpoint is not None:
         model = load_checkpoint(args.checkpoint)[0].eval()
         scores["head"] = (value_head(model, data, rows[head_pick]), head_pick)
@@ -133,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
                                     "mean_negative": float(score[~positive[which]].mean())}  # fmt: skip
     episodes_inserted = int((insert_row >= 0).sum())
     report = {"data": str(args.data), "checkpoint": str(args.checkpoint) if args.checkpoint else None,
+              "value_fn": refit.meta if refit is not None else None,
               "rows": int(data.n_steps), "episodes": int(data.num_episodes), "episodes_inserted": episodes_inserted,
               "at_hole_rows": int(len(rows)), "at_hole_episodes": int(np.unique(episode[rows]).size),
               "head_rows": int(len(head_pick)) if args.checkpoint else 0, "head_vs_label": head_vs_label,

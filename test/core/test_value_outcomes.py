@@ -82,3 +82,20 @@ def test_labels_that_rank_stuck_searches_higher_read_below_a_half_and_the_head_i
     assert soon["positives"] == 3 * 3  # rows 8, 9, 10 of each inserting episode (insertion at row 11)
     assert report["head_rows"] == 20 and np.isfinite(ever["head"]["auc"])
     assert np.isfinite(report["head_vs_label"]["r"])
+
+
+def test_another_value_function_scores_the_rows_too(tmp_path):
+    from simdist_core.data.value_labels import ExpertEpisode, ValueFitConfig, fit_value_function
+
+    _store(tmp_path / "data")
+    # a fit that has seen the tip closer to the axis earn more: it ranks the inserting episodes' rows first
+    episodes = [ExpertEpisode(features=np.stack([_features(lateral, False)] * 5), rewards=np.full(4, reward),
+                              terminated=True) for lateral, reward in ((0.001, 5.0), (0.002, -5.0))]  # fmt: skip
+    fit_value_function(episodes, ValueFitConfig(train_steps=200, bootstrap_rounds=0)).save(tmp_path / "fit")
+    out = tmp_path / "report.json"
+    assert _script().main(["--data", str(tmp_path / "data"), "--value-fn", str(tmp_path / "fit"), "--bootstrap", "5",
+                           "--json", str(out)]) == 0  # fmt: skip
+    report = json.loads(out.read_text())
+    ever = report["outcomes"]["episode_inserts"]
+    assert ever["label"]["auc"] == 0.0 and ever["refit_label"]["auc"] == 1.0
+    assert report["value_fn"]["n_episodes"] == 2 and "head" not in ever
