@@ -296,8 +296,9 @@ def join_seed_reports(
     run side by side; a method can run later, in its own process, with the same seed. Reports of a seed must be
     the same run in all but their methods (and the settings that only the other report's methods read, such as
     the RL baselines' budgets and dataset: ``METHOD_SETTINGS``; the joined report takes each from the report
-    whose methods read it), and their zero-shot measurements identical: the same seed measures
-    the same zero-shot episodes, so a difference means they are not the same run. Their methods may stop at
+    whose methods read it), and their zero-shot measurements the same (``_same_zero_shot``: every field both
+    hold equal, the episodes in both): the same seed measures the same zero-shot episodes, so a difference means
+    they are not the same run. Their methods may stop at
     different minute marks (``JOIN_MAY_DIFFER``; comparisons pair only the marks both have). Names of joined reports
     become ``"a.json + b.json"``; reports of seeds that appear once pass through unchanged. A joined report lists
     its methods in ``method_order`` (the benchmark's ``METHOD_CHOICES``); methods it does not name follow in the
