@@ -63,7 +63,8 @@ def auc_ci(score: np.ndarray, positive: np.ndarray, episode: np.ndarray, rounds:
     draws = []
     for _ in range(rounds):
         rows = np.concatenate([by_episode[i] for i in rng.integers(0, len(ids), len(ids))])
-        draws.append(auc(score[rows][positive[rows]], score[rows][~positive[rows]]))
+        drawn, pos = score[rows], positive[rows]
+        draws.append(auc(drawn[pos], drawn[~pos]))
     draws = np.asarray(draws)
     draws = draws[np.isfinite(draws)]
     return point, [float(np.percentile(draws, 2.5)), float(np.percentile(draws, 97.5))] if draws.size else []
@@ -103,15 +104,15 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"{args.data}: value_features have {features.shape[1]} columns; is this a UR5e dataset?")
     episode, row = data.row_episode, np.arange(data.n_steps)
     inserted = features[:, SUCCESS] > 0.5
-    first = np.full(data.num_episodes, data.n_steps)
-    np.minimum.at(first, episode[inserted], row[inserted])
-    insert_row = np.where(first < data.n_steps, first, -1)  # first inserted row of each episode, -1: never
+    first_inserted = np.full(data.num_episodes, data.n_steps)  # per episode; n_steps: it never inserts
+    np.minimum.at(first_inserted, episode[inserted], row[inserted])
     lateral = features[:, LATERAL] * LATERAL_SCALE_M
     at_hole = ((~inserted) & (lateral < args.lateral_mm / 1e3)
                & (features[:, REL_Z] * REL_Z_SCALE_M < args.height_mm / 1e3))  # fmt: skip
     at_hole &= row + 1 < data.episode_ends[episode]  # a window (and so the head's input) can start here
     rows = np.flatnonzero(at_hole)
-    steps_to_insert = np.where(insert_row[episode[rows]] >= 0, insert_row[episode[rows]] - rows, np.inf)
+    steps_to_insert = np.where(first_inserted[episode[rows]] < data.n_steps, first_inserted[episode[rows]] - rows,
+                               np.inf)  # fmt: skip
     outcomes = {f"inserts_within_{k}_steps": steps_to_insert <= int(k) for k in args.within.split(",")}
     outcomes["episode_inserts"] = np.isfinite(steps_to_insert)
 
@@ -138,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
             table[outcome][name] = {"auc": point, "auc_ci95": ci,
                                     "mean_positive": float(score[positive[which]].mean()),
                                     "mean_negative": float(score[~positive[which]].mean())}  # fmt: skip
-    episodes_inserted = int((insert_row >= 0).sum())
+    episodes_inserted = int((first_inserted < data.n_steps).sum())
     report = {"data": str(args.data), "checkpoint": str(args.checkpoint) if args.checkpoint else None,
               "value_fn": refit.meta if refit is not None else None,
               "rows": int(data.n_steps), "episodes": int(data.num_episodes), "episodes_inserted": episodes_inserted,
