@@ -85,3 +85,22 @@ def test_fit_rejects_bad_input():
         fit_value_function([bad])
     with pytest.raises(ValueError, match="gamma"):
         ValueFitConfig(gamma=1.0)
+
+
+def test_branch_states_default_per_robot_and_ur5e_continuations():
+    """Go2 branches by default, the UR5e only when asked; its continuations run on copies of the env."""
+    from simdist_core.data.rollout import BehaviourConfig, branch_expert_episodes
+    from simdist_core.sim.base import make_env
+
+    assert ValueFitConfig().branch_states_for("go2") == 64
+    assert ValueFitConfig().branch_states_for("ur5e") == 0
+    assert ValueFitConfig(branch_states=5).branch_states_for("ur5e") == 5
+    with pytest.raises(ValueError, match="branch_states"):
+        ValueFitConfig(branch_states=-1)
+    env = make_env("ur5e/peg", {"render": "false"})
+    episodes = branch_expert_episodes(env, BehaviourConfig(max_episode_steps=env.max_steps), 2, seed=0,
+                                      branch_steps=20, branch_prob=0.1)
+    assert len(episodes) == 2
+    for ep in episodes:
+        assert ep.features.shape[1] == 10 and len(ep.features) == len(ep.rewards) + 1 <= 21
+        assert np.isfinite(ep.features).all() and np.isfinite(ep.rewards).all()

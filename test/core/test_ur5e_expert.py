@@ -48,3 +48,45 @@ def test_expert_actions_are_normalised_float32():
         action = expert.act(env)
         assert action.shape == (4,) and action.dtype == np.float32 and np.all(np.abs(action) <= 1.0)
         env.step(action)
+
+
+def _run_until(env, expert, phase):
+    """Step the expert until it enters ``phase``."""
+    for _ in range(env.max_steps):
+        env.step(expert.act(env))
+        if expert.phase == phase:
+            return
+    raise AssertionError(f"the expert never reached {phase!r}")
+
+
+def test_resume_picks_up_the_phase_the_state_is_in():
+    """A continuation from the lip searches on (no lift to hover height); from the start it approaches."""
+    import copy
+
+    env = make_env("ur5e/peg", {"render": "false"})
+    env.reset(seed=7)
+    fresh = make_ur5e_expert(env)
+    fresh.resume(env, np.random.default_rng(1))
+    assert fresh.phase == "approach"
+    expert = make_ur5e_expert(env)
+    expert.reset(env, np.random.default_rng(7))
+    _run_until(env, expert, "search")
+    top_z = float(env.privileged_state()["fixture_pos"][2]) + env.cfg.scene.fixture_height_m
+    heights = {}
+    for how in ("resume", "reset"):
+        clone = copy.deepcopy(env)
+        taker = make_ur5e_expert(clone)
+        getattr(taker, how)(clone, np.random.default_rng(3))
+        peak, done = 0.0, False
+        while not done:
+            result = clone.step(taker.act(clone))
+            peak = max(peak, float(clone.privileged_state()["tcp_pos"][2]) - top_z)
+            done = result.terminated or result.truncated
+        heights[how] = peak
+        if how == "resume":
+            assert clone.metrics()["success"]
+    assert heights["resume"] < 0.006 < heights["reset"], heights
+    _run_until(env, expert, "insert")
+    inserted = make_ur5e_expert(env)
+    inserted.resume(env, np.random.default_rng(4))
+    assert inserted.phase == "insert"

@@ -63,8 +63,6 @@ MIXTURES: dict[str, dict[str, str]] = {
     "expert_only": {"behaviour.expert_fraction": "1.0", "behaviour.perturbation.never_noised_fraction": "1.0"},
 }
 """Named behaviour mixtures of ``--mixture``: ``GenerateConfig`` overrides applied before ``--set data.*``."""
-BRANCHING_ROBOTS = ("go2",)
-"""Robots whose expert can take over mid-episode (value-fit continuations; ``value_labels`` docstring)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -147,7 +145,7 @@ def ensure_value_function(cfg: GenerateConfig, out: Path) -> ValueFunction:
         lambda env, rng: make_policy(env, 1.0, rng),
         cfg.value.episodes, cfg.seed,
     )
-    n_branches = cfg.value.branch_states if cfg.robot in BRANCHING_ROBOTS else 0
+    n_branches = cfg.value.branch_states_for(cfg.robot)
     if n_branches:
         env = _make_env(cfg, VALUE_ROLLOUT_OVERRIDES.get(cfg.robot))
         episodes += branch_expert_episodes(env, cfg.behaviour, n_branches, cfg.seed, cfg.value.branch_steps)

@@ -140,6 +140,9 @@ def _expert_continuation(env: Any, steps: int, rng: np.random.Generator) -> Expe
     """The clean expert taking over from ``env``'s current state, on a deep copy (``env`` is untouched)."""
     clone = copy.deepcopy(env)
     expert = make_policy(clone, 1.0, rng)
+    resume = getattr(expert, "resume", None)  # an expert with phases picks up where the state is (UR5e)
+    if resume is not None:
+        resume(clone, rng)
     feats, rewards, terminated = [clone.privileged_state()["value_features"]], [], False
     for _ in range(steps):
         result = clone.step(expert.act(clone))

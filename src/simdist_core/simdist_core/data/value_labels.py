@@ -16,12 +16,14 @@ How (``fit_value_function``):
    so the label is the infinite-horizon value and does not collapse near the time limit.
    The time-to-limit feature is left out of the fit (``ValueFitConfig.time_feature_index``).
    Clean expert episodes only visit the expert's own states, but labels are needed where weak and
-   perturbed policies go (tilted, slipping, about to fall). So (Go2) the fit also gets ``branch_states``
+   perturbed policies go (tilted, slipping, about to fall). So the fit also gets ``branch_states``
    expert *continuations*: the generation behaviour runs, and at random states the env is deep-copied
    and the clean expert takes over for ``branch_steps`` steps; the return of that continuation is the
-   expert's value of the off-distribution state (``rollout.branch_expert_episodes``). UR5e skips this:
-   its scripted expert restarts its approach/descend/insert phase machine at ``reset``, so a
-   continuation from mid-insertion would label the state with a retract-and-retry value.
+   expert's value of the off-distribution state (``rollout.branch_expert_episodes``). The Go2 does this
+   by default. The UR5e does not by default (its deployed model's labels were fitted without), and
+   does with ``branch_states`` set: its scripted expert then resumes the phase the state is in
+   (``UR5eExpert.resume``) instead of restarting its approach, which would label a state at the hole
+   with a retract-and-retry value.
 3. Fit a small MLP (features -> 128 -> 128 -> 1, tanh, inputs and target standardised) by MSE.
    The features are low-dimensional privileged state, so a small network suffices; a ridge regression
    on raw features underfits the nonlinear "about to fall" / "in the hole" structure.
@@ -51,6 +53,8 @@ log = logging.getLogger(__name__)
 
 VALUE_FN_WEIGHTS = "value_fn.safetensors"
 VALUE_FN_META = "value_fn.json"
+DEFAULT_BRANCH_STATES = {"go2": 64}
+"""Expert continuations per robot when ``ValueFitConfig.branch_states`` is None (others: 0)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -71,9 +75,9 @@ class ValueFitConfig:
     """Adam learning rate."""
     bootstrap_rounds: int = 3
     """Refits with truncated tails bootstrapped from the previous fit (0 = plain Monte Carlo)."""
-    branch_states: int = 64
-    """Expert continuations from states of the generation behaviour added to the fit (Go2 only, see the
-    module docstring); 0 = clean expert episodes only."""
+    branch_states: int | None = None
+    """Expert continuations from states of the generation behaviour added to the fit (module docstring);
+    0 = clean expert episodes only; None = the robot's default (``DEFAULT_BRANCH_STATES``)."""
     branch_steps: int = 250
     """Length of each continuation (gamma^250 = 0.08; the rest is bootstrapped)."""
     time_feature_index: int | None = -1
@@ -86,11 +90,15 @@ class ValueFitConfig:
             raise ValueError(f"episodes, hidden, train_steps, batch_size must be >= 1, got {self}")
         if not 0.0 < self.gamma < 1.0:
             raise ValueError(f"gamma must be in (0, 1), got {self.gamma=}")
-        if self.branch_states < 0 or self.branch_steps < 1:
+        if (self.branch_states is not None and self.branch_states < 0) or self.branch_steps < 1:
             raise ValueError(f"need branch_states >= 0 and branch_steps >= 1, got {self.branch_states=}, "
                              f"{self.branch_steps=}")
         if not self.lr > 0 or self.bootstrap_rounds < 0:
             raise ValueError(f"need lr > 0 and bootstrap_rounds >= 0, got {self.lr=}, {self.bootstrap_rounds=}")
+
+    def branch_states_for(self, robot: str) -> int:
+        """Continuations to roll out for ``robot``: ``branch_states``, or the robot's default when None."""
+        return DEFAULT_BRANCH_STATES.get(robot, 0) if self.branch_states is None else self.branch_states
 
 
 @dataclass

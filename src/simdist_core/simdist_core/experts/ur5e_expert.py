@@ -114,6 +114,27 @@ class UR5eExpert:
         self._stall = 0
         self._prev_z = float(state["tcp_pos"][2])
 
+    def resume(self, env: UR5eInsertEnv, rng: np.random.Generator | None = None) -> None:
+        """Take over mid-episode: plan as ``reset`` does, then start in the phase the state is in.
+
+        Why: the value fit's continuations (``data.rollout.branch_expert_episodes``) need the expert's
+        value of a state another policy reached. ``reset`` restarts the approach, so from a tip already
+        at the hole the expert would first lift to hover height and the state would be labelled with a
+        retract-and-retry value. Here a part already in (depth > 3 mm) goes on inserting, a tip low over
+        the hole (within hover height and the spiral's radius of the aim) descends, which turns into the
+        search once it feels the lip; anything else approaches.
+        """
+        self.reset(env, rng)
+        state = env.privileged_state()
+        tcp = state["tcp_pos"]
+        top_z = float(state["fixture_pos"][2]) + env.cfg.scene.fixture_height_m
+        if float(state["insertion_depth"]) > 0.003:
+            self.phase = "insert"
+            self._hole_xy = tcp[:2].copy()  # as in ``_desired``: the part found the hole, follow it
+        elif (tcp[2] < top_z + self.cfg.hover_m + 0.003
+              and np.linalg.norm(tcp[:2] - self._hole_xy) < self.cfg.spiral_max_radius_m):
+            self.phase = "descend"
+
     def act(self, env: UR5eInsertEnv) -> np.ndarray:
         """Next normalised action (4,) float32 in [-1, 1]."""
         state = env.privileged_state()
