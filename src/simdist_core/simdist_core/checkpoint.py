@@ -383,3 +383,62 @@ def main(argv: list[str]) -> int:
     else:
         print(f"OK {args.path}: robot {manifest.robot}, version {manifest.version}, sha256 {manifest.weights_sha256}")
     return 0
+
+
+def graft_parts(donor: WorldModel, recipient: WorldModel, parts: tuple[str, ...]) -> WorldModel:
+    """``recipient`` with the weights of ``parts`` taken from ``donor`` (both unchanged; returns a new model).
+
+    Why: a head retrained in simulation (``simdist finetune --parts value`` on relabelled data) is frozen on
+    the robot like any other, so a model whose dynamics were adapted on the robot can take the new head as it
+    is, without training anything again.
+
+    Raises:
+        ValueError: an unknown part, or models of different robots or configs.
+    """
+    unknown = set(parts) - set(PART_NAMES)
+    if not parts or unknown:
+        raise ValueError(f"parts must be a non-empty subset of {list(PART_NAMES)}, got {list(parts)}")
+    if donor.spec.name != recipient.spec.name or to_dict(donor.cfg) != to_dict(recipient.cfg):
+        raise ValueError("the two checkpoints are of different robots or model configs: parts do not carry over")
+    import copy
+
+    out = copy.deepcopy(recipient)
+    state = out.state_dict()
+    state.update({k: v for k, v in donor.state_dict().items() if k.split(".", 1)[0] in parts})
+    out.load_state_dict(state)
+    return out
+
+
+@cli_main("simdist checkpoint graft")
+def graft_main(argv: list[str]) -> int:
+    """``simdist checkpoint graft --from A --parts value --into B --out C``: C is B with A's named parts.
+
+    Exit 0 written, 2 bad input (nothing written).
+    """
+    from simdist_core.cliargs import check_list, check_new_path
+
+    parser = ArgumentParser(prog="simdist checkpoint graft", description="copy named parts of one checkpoint into "
+                            "another, written as a new version of the recipient")  # fmt: skip
+    parser.add_argument("--from", dest="donor", type=Path, required=True, help="checkpoint that gives the parts")
+    parser.add_argument("--parts", required=True, help=f"comma list of parts ({', '.join(PART_NAMES)})")
+    parser.add_argument("--into", type=Path, required=True, help="checkpoint that receives them")
+    parser.add_argument("--out", type=Path, required=True, help="new checkpoint directory (must not exist)")
+    args = parser.parse_args(argv)
+    parts = tuple(check_list("--parts", args.parts, PART_NAMES))
+    check_new_path("--out", args.out)
+    donor, donor_manifest = load_for_cli("--from", args.donor)
+    recipient, manifest = load_for_cli("--into", args.into)
+    try:
+        model = graft_parts(donor, recipient, parts)
+    except ValueError as exc:
+        from simdist_core.cliargs import UsageError
+
+        raise UsageError(str(exc)) from None
+    planner = None if manifest.planner_config is None else from_dict(PlannerConfig, manifest.planner_config)
+    graft = {"from": str(args.donor), "from_sha256": donor_manifest.weights_sha256,
+             "from_version": donor_manifest.version, "parts": list(parts)}  # fmt: skip
+    new = save_checkpoint(args.out, model, version=manifest.version + 1, parent_version=manifest.version,
+                          parts_changed=tuple(p for p in PART_NAMES if p in parts), planner_config=planner,
+                          extra={**manifest.extra, "kind": "grafted", "graft": graft})  # fmt: skip
+    print(f"wrote {args.out} (version {new.version}): {', '.join(parts)} from {args.donor}, the rest from {args.into}")
+    return 0

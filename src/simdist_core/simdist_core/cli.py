@@ -29,6 +29,8 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("figure value", "simdist_core.eval.value_trace:main", "frozen value head along successful and failed episodes"),
     ("figure slip", "simdist_core.eval.slip_trace:main", "predicted vs actual displacement (slip), before/after"),
     ("checkpoint", "simdist_core.checkpoint:main", "inspect / verify a checkpoint"),
+    ("checkpoint graft", "simdist_core.checkpoint:graft_main", "copy named parts of one checkpoint into another"),
+    ("value relabel", "simdist_core.data.relabel:main", "same rows, value labels from another fitted value function"),
     ("config show", "simdist_core.config_show:main", "every --set key of a task or command: type, default, meaning"),
     ("launch", "simdist_ros.launcher:main", "start the ROS 2 node graph without ros2launch (pip installs)"),
     ("security init", "simdist_ros.keystore:main", "DDS security keystore (SROS2 layout) for a robot's graph"),

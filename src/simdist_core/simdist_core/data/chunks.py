@@ -64,7 +64,8 @@ class CorruptChunkError(RuntimeError):
         )
 
 
-def _fsync_path(path: Path) -> None:
+def fsync_path(path: Path) -> None:
+    """Flush a file or folder to disk (a folder: its entries, so a rename into it survives a crash)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -81,7 +82,8 @@ def sha256_file(path: Path, block_bytes: int = 1 << 22) -> str:
     return digest.hexdigest()
 
 
-def _chunk_hash(fields: Mapping[str, Mapping[str, object]]) -> str:
+def chunk_hash(fields: Mapping[str, Mapping[str, object]]) -> str:
+    """A chunk's hash: sha256 over its fields' names and sha256s (``meta.json`` ``chunk_sha256``)."""
     lines = "".join(f"{name}:{fields[name]['sha256']}\n" for name in sorted(fields))
     return hashlib.sha256(lines.encode()).hexdigest()
 
@@ -114,7 +116,7 @@ def read_meta(chunk: Path) -> dict:
         raise CorruptChunkError(chunk, f"meta.json format is not {CHUNK_FORMAT!r}")
     if not isinstance(meta.get("fields"), dict) or not isinstance(meta.get("n_steps"), int):
         raise CorruptChunkError(chunk, "meta.json lacks 'fields' or 'n_steps'")
-    if meta.get("chunk_sha256") != _chunk_hash(meta["fields"]):
+    if meta.get("chunk_sha256") != chunk_hash(meta["fields"]):
         raise CorruptChunkError(chunk, "meta.json chunk_sha256 does not match its field hashes (edited meta?)")
     return meta
 
@@ -306,7 +308,7 @@ class ChunkWriter:
             "index": self.next_index,
             "n_steps": self._n,
             "fields": fields,
-            "chunk_sha256": _chunk_hash(fields),
+            "chunk_sha256": chunk_hash(fields),
             "episode_ids": episode_ids,
             "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "created_at_ns": time.time_ns(),
@@ -318,11 +320,11 @@ class ChunkWriter:
                 os.fsync(f.fileno())
         if self.fsync:
             for folder in sorted(folders, key=lambda p: -len(p.parts)):
-                _fsync_path(folder)
+                fsync_path(folder)
         final = self.shard_dir / name
         os.rename(tmp, final)
         if self.fsync:
-            _fsync_path(self.shard_dir)
+            fsync_path(self.shard_dir)
         self.sealed_steps += self._n
         self.next_index += 1
         self._n = 0

@@ -68,6 +68,12 @@ class FinetuneConfig:
     the robot reached only, so the dynamics see the latent-consistency gradient alone (the gradient-norm clip,
     shared by all trained parts, is the one coupling left). Why False: fitting on predicted latents made the
     head's error fall but pulled the dynamics away from the encoder's latents."""
+    value_weight: float = 0.0
+    """Weight of the value head's loss on the value label stored with each step (on predicted and on encoded
+    latents, as in pretraining); 0 (default) for any finetune on a robot's experience, which carries no value
+    label. For simulation data only: retraining the value head of a pretrained model on relabelled data
+    (``simdist value relabel``) without retraining the rest. ``parts`` must then include ``value`` (or be
+    ``all``), and the validation gate scores latent consistency plus the weighted value terms."""
     seed: int = 0
     """Seed of window sampling."""
 
@@ -92,11 +98,15 @@ class FinetuneConfig:
         if self.reward_weight and not (self.parts == ("all",) or "reward" in self.parts):
             raise ValueError(f"reward_weight={self.reward_weight} trains the reward head: add 'reward' to "
                              f"{self.parts=}")  # fmt: skip
+        if not (math.isfinite(self.value_weight) and self.value_weight >= 0.0):
+            raise ValueError(f"value_weight must be finite and >= 0, got {self.value_weight=}")
+        if self.value_weight and not (self.parts == ("all",) or "value" in self.parts):
+            raise ValueError(f"value_weight={self.value_weight} trains the value head: add 'value' to {self.parts=}")
 
     @property
     def loss_weights(self) -> Any:  # noqa: ANN401
-        """Weights of training and gate: latent consistency, plus the reward terms at ``reward_weight``."""
-        return finetune_loss_weights(self.reward_weight, self.reward_on_predicted)
+        """Weights of training and gate: latent consistency, plus the reward and value terms at their weights."""
+        return finetune_loss_weights(self.reward_weight, self.reward_on_predicted, self.value_weight)
 
     def split_batch(self) -> tuple[int, int]:
         """(windows of the robot's experience, windows of replayed simulation data) in each training batch.
@@ -221,7 +231,8 @@ def validation_gate(
     old_loss = evaluate_loss(old, _paced(holdout, pace), weights)["loss"]
     new_loss = evaluate_loss(new, _paced(holdout, pace), weights)["loss"]
     n = sum(int(b["actions"].shape[0]) for b in holdout)
-    what = "latent" if not (weights.reward or weights.reward_encoded) else "latent + reward"
+    labels = [name for name in ("reward", "value") if getattr(weights, name) or getattr(weights, f"{name}_encoded")]
+    what = " + ".join(["latent", *labels])
     if not np.isfinite(new_loss):
         return GateResult(False, old_loss, new_loss, n, f"new model's held-out loss is not finite ({new_loss})")
     threshold = old_loss * (1.0 - min_improvement)
@@ -388,6 +399,10 @@ def finetune_dynamics(
     if cfg.reward_weight and "reward" not in sampler.dataset.fields:
         raise ValueError(f"reward_weight={cfg.reward_weight} needs a reward per transition, but {sampler.dataset.path} "
                          "stores none (record it with the experience)")  # fmt: skip
+    if cfg.value_weight and "value" not in sampler.dataset.fields:
+        raise ValueError(f"value_weight={cfg.value_weight} needs a value label per step, but "
+                         f"{sampler.dataset.path} stores none (simulation data from `simdist generate` or "
+                         "`simdist value relabel`)")  # fmt: skip
     replayed = (WindowSampler(replay, sampler.spec, sampler.horizon, n_replay, cfg.seed + 2, sampler.device)
                 if n_replay else None)  # fmt: skip
     if holdout is None:
