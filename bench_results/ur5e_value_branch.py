@@ -59,7 +59,7 @@ out = {"task": "ur5e/peg_mild_shift", "seeds": [9300, 9339], "arms": arms, "pair
     "adapted_new_minus_deployed": ci([minus(new[m], deployed) for m in ADAPTED]),
     "pretrained_new_minus_deployed": ci([minus(new["pretrained"], deployed)]),
     "adapted_minus_pretrained_new": ci([minus(new[m], new["pretrained"]) for m in ADAPTED]),
-}, "pooled_adapted": {"new": ci([new[m] for m in ADAPTED])}}
+}, "pooled_adapted": {name: ci([arm[m] for m in ADAPTED]) for name, arm in (("new", new), ("old", old), ("off", off))}}
 for name, row in arms.items():
     print(f"{name:<16} {row['success_rate']:.3f} {row['success_ci95']}  funnel {list(row['funnel'].values())}")
 for name, row in {**out["paired"], **out["pooled_adapted"]}.items():
