@@ -11,7 +11,11 @@ With ``shifted``, the same readings for the harder stand-in (``UR5E_PEG_SHIFTED_
 ``adaptation_ur5e_peg_shifted_tie200.json`` against ``adaptation_ur5e_peg_shifted_cf.json``, dynamics-only only) →
 ``adaptation_ur5e_peg_shifted_tie200_readings.json``.
 
-Run: ``python bench_results/adaptation_ur5e_peg_mild_shift_tie200.py [shifted]``
+With ``vbranch``, the same readings for the run with the continuation-trained value head
+(``UR5E_MILD_SHIFT_TIE200_VBRANCH_ADAPTATION.md``), also paired with the deployed head's run above →
+``adaptation_ur5e_peg_mild_shift_tie200_vbranch_readings.json``.
+
+Run: ``python bench_results/adaptation_ur5e_peg_mild_shift_tie200.py [shifted|vbranch]``
 """
 
 import json
@@ -26,7 +30,11 @@ RUNS = {  # stand-in: (the prior_weight 200 run, the deployed planner's run on t
              "UR5E_MILD_SHIFT_TIE200_ADAPTATION.md"),
     "shifted": ("adaptation_ur5e_peg_shifted_tie200", "adaptation_ur5e_peg_shifted_cf",
                 "UR5E_PEG_SHIFTED_TIE200_ADAPTATION.md"),
+    "vbranch": ("adaptation_ur5e_peg_mild_shift_tie200_vbranch", "adaptation_ur5e_peg_mild_shift_cf",
+                "UR5E_MILD_SHIFT_TIE200_VBRANCH_ADAPTATION.md"),
 }
+OLD_HEAD = {"vbranch": "adaptation_ur5e_peg_mild_shift_tie200"}
+"""Runs that are also set beside the same planner with the deployed value head (same evaluation episodes)."""
 
 
 def episodes(report: dict, method: str, minutes: float) -> list[list[float]]:
@@ -69,13 +77,23 @@ def main() -> None:
                                                           series["full_finetune_tie200"])
     out["dynamics_only_tie200_minus_deployed_zero_shot"] = paired(series["dynamics_only_tie200"],
                                                                   series["zero_shot_tie1000_deployed"])
+    key = sys.argv[1] if len(sys.argv) > 1 else "mild"
+    if key in OLD_HEAD:
+        base = json.loads((HERE / f"{OLD_HEAD[key]}.json").read_text())
+        if base["seeds"] != loose["seeds"] or base["seed_scheme"] != loose["seed_scheme"]:
+            raise ValueError("the run with the deployed head does not share the evaluation episodes")
+        out["dynamics_only_minus_dynamics_only_deployed_head"] = paired(
+            series["dynamics_only_tie200"], episodes(base, "dynamics_only", last))
+        out["zero_shot_minus_zero_shot_deployed_head"] = paired(series["zero_shot_tie200"],
+                                                                episodes(base, "zero_shot", 0.0))
     out["latent_error_ratio_zero_shot_over_dynamics_only"] = (
         loose["summary"]["dynamics_only"]["latent_error_ratio_zero_shot_over_method"])
     (HERE / f"{name}_readings.json").write_text(json.dumps(out, indent=1) + "\n")
     for label, s in out["success"].items():
         print(f"{label:28s} {s['rate']:.3f} [{s['ci95'][0]:.3f}, {s['ci95'][1]:.3f}]")
     for key in ("dynamics_only_minus_zero_shot", "dynamics_only_minus_full_finetune",
-                "dynamics_only_tie200_minus_deployed_zero_shot"):
+                "dynamics_only_tie200_minus_deployed_zero_shot", "dynamics_only_minus_dynamics_only_deployed_head",
+                "zero_shot_minus_zero_shot_deployed_head"):
         if key not in out:
             continue
         d = out[key]
