@@ -15,7 +15,10 @@ With ``vbranch``, the same readings for the run with the continuation-trained va
 (``UR5E_MILD_SHIFT_TIE200_VBRANCH_ADAPTATION.md``), also paired with the deployed head's run above →
 ``adaptation_ur5e_peg_mild_shift_tie200_vbranch_readings.json``.
 
-Run: ``python bench_results/adaptation_ur5e_peg_mild_shift_tie200.py [shifted|vbranch]``
+With ``voff``, the run without a terminal value (``UR5E_MILD_SHIFT_TIE200_VALUE_OFF_ADAPTATION.md``), paired with
+the deployed head's run the same way → ``adaptation_ur5e_peg_mild_shift_tie200_voff_readings.json``.
+
+Run: ``python bench_results/adaptation_ur5e_peg_mild_shift_tie200.py [shifted|vbranch|voff]``
 """
 
 import json
@@ -32,8 +35,10 @@ RUNS = {  # stand-in: (the prior_weight 200 run, the deployed planner's run on t
                 "UR5E_PEG_SHIFTED_TIE200_ADAPTATION.md"),
     "vbranch": ("adaptation_ur5e_peg_mild_shift_tie200_vbranch", "adaptation_ur5e_peg_mild_shift_cf",
                 "UR5E_MILD_SHIFT_TIE200_VBRANCH_ADAPTATION.md"),
+    "voff": ("adaptation_ur5e_peg_mild_shift_tie200_voff", "adaptation_ur5e_peg_mild_shift_cf",
+             "UR5E_MILD_SHIFT_TIE200_VALUE_OFF_ADAPTATION.md"),
 }
-OLD_HEAD = {"vbranch": "adaptation_ur5e_peg_mild_shift_tie200"}
+OLD_HEAD = {"vbranch": "adaptation_ur5e_peg_mild_shift_tie200", "voff": "adaptation_ur5e_peg_mild_shift_tie200"}
 """Runs that are also set beside the same planner with the deployed value head (same evaluation episodes)."""
 
 
