@@ -1,0 +1,51 @@
+"""Shared by the readers of the UR5e evaluation protocols (`ur5e_value_*.py`): protocol arms, paired intervals.
+
+An arm is one `simdist eval --json` report; `load_arm` checks it is the protocol's run (task, episode count, planner
+tie and terminal value) before it is read, so a reader never mixes in another run's file.
+"""
+
+import json
+from pathlib import Path
+
+from simdist_core.eval.stats import cluster_mean_ci, mean_ci
+
+FUNNEL = ("reached_hole", "centred_at_hole", "aligned_at_hole", "entered_hole", "success")
+
+
+def load_arm(path: Path, task: str, prior_weight: float, value: bool, episodes: int = 40) -> tuple[list[float], dict]:
+    """(per-episode success, summary: rate, 95 % interval, funnel counts, checkpoint) of one protocol arm.
+
+    Raises:
+        SystemExit: the report is not the protocol's run.
+    """
+    report = json.loads(Path(path).read_text())
+    planner = report["planner"]
+    if (report["task"] != task or report["episodes"] != episodes
+            or planner["prior_weight"] != prior_weight or planner["terminal_value"] != value):
+        raise SystemExit(f"{path} is not the protocol's run")
+    success = [float(e["success"]) for e in report["per_episode"]]
+    mean, low, high = mean_ci(success)
+    return success, {"success_rate": round(mean, 3), "success_ci95": [round(low, 3), round(high, 3)],
+                     "funnel": {k: int(sum(e.get(k, 0.0) for e in report["per_episode"])) for k in FUNNEL},
+                     "checkpoint": report["checkpoint"]}  # fmt: skip
+
+
+def pooled_ci(clusters: list[list[float]]) -> dict:
+    """Pooled mean and two-level bootstrap 95 % interval (models, then episodes) of per-model per-episode values."""
+    mean, low, high = cluster_mean_ci(clusters)
+    return {"mean": round(mean, 3), "ci95": [round(low, 3), round(high, 3)]}
+
+
+def minus(a: list[float], b: list[float]) -> list[float]:
+    """Per-episode a - b (same seeds, same order)."""
+    return [x - y for x, y in zip(a, b, strict=True)]
+
+
+def write_report(out: dict, path: Path) -> None:
+    """Print each arm and each paired or pooled interval of ``out``, then write it as JSON to ``path``."""
+    for name, row in out["arms"].items():
+        print(f"{name:<16} {row['success_rate']:.3f} {row['success_ci95']}  funnel {list(row['funnel'].values())}")
+    for name, row in {**out["paired"], **out.get("pooled_adapted", {})}.items():
+        print(f"{name:<36} {row['mean']:+.3f} {row['ci95']}")
+    Path(path).write_text(json.dumps(out, indent=1) + "\n")
+    print("wrote", path)
