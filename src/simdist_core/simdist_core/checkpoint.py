@@ -13,6 +13,7 @@ CLI: ``simdist checkpoint verify PATH`` / ``simdist checkpoint show PATH``.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import hashlib
 import json
@@ -29,7 +30,15 @@ from safetensors import SafetensorError
 from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
-from simdist_core.cliargs import ArgumentParser, check_existing_path, cli_main
+from simdist_core.cliargs import (
+    ArgumentParser,
+    UsageError,
+    check_existing_path,
+    check_list,
+    check_new_path,
+    checkpoint_dir,
+    cli_main,
+)
 from simdist_core.config import from_dict, to_dict
 from simdist_core.models.world_model import PART_NAMES, WorldModel, WorldModelConfig
 from simdist_core.planning.mppi import PlannerConfig
@@ -352,8 +361,6 @@ def load_for_cli(what: str, path: Path, device: torch.device | str = "cpu") -> t
     Raises:
         UsageError: the path is not a checkpoint, or the checkpoint is rejected (the reason is named).
     """
-    from simdist_core.cliargs import UsageError, checkpoint_dir
-
     checkpoint_dir(what, Path(path))
     try:
         return load_checkpoint(path, device)
@@ -400,8 +407,6 @@ def graft_parts(donor: WorldModel, recipient: WorldModel, parts: tuple[str, ...]
         raise ValueError(f"parts must be a non-empty subset of {list(PART_NAMES)}, got {list(parts)}")
     if donor.spec.name != recipient.spec.name or to_dict(donor.cfg) != to_dict(recipient.cfg):
         raise ValueError("the two checkpoints are of different robots or model configs: parts do not carry over")
-    import copy
-
     out = copy.deepcopy(recipient)
     state = out.state_dict()
     state.update({k: v for k, v in donor.state_dict().items() if k.split(".", 1)[0] in parts})
@@ -415,8 +420,6 @@ def graft_main(argv: list[str]) -> int:
 
     Exit 0 written, 2 bad input (nothing written).
     """
-    from simdist_core.cliargs import check_list, check_new_path
-
     parser = ArgumentParser(prog="simdist checkpoint graft", description="copy named parts of one checkpoint into "
                             "another, written as a new version of the recipient")  # fmt: skip
     parser.add_argument("--from", dest="donor", type=Path, required=True, help="checkpoint that gives the parts")
@@ -431,8 +434,6 @@ def graft_main(argv: list[str]) -> int:
     try:
         model = graft_parts(donor, recipient, parts)
     except ValueError as exc:
-        from simdist_core.cliargs import UsageError
-
         raise UsageError(str(exc)) from None
     planner = None if manifest.planner_config is None else from_dict(PlannerConfig, manifest.planner_config)
     graft = {"from": str(args.donor), "from_sha256": donor_manifest.weights_sha256,
