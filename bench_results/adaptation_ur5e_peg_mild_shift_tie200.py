@@ -59,7 +59,8 @@ def paired(a: list[list[float]], b: list[list[float]]) -> dict:
 
 def main() -> None:
     """Write the readings and print them."""
-    name, tight_name, protocol = RUNS[sys.argv[1] if len(sys.argv) > 1 else "mild"]
+    key = sys.argv[1] if len(sys.argv) > 1 else "mild"
+    name, tight_name, protocol = RUNS[key]
     loose, tight = (json.loads((HERE / f"{n}.json").read_text()) for n in (name, tight_name))
     if loose["seeds"] != tight["seeds"] or loose["seed_scheme"] != tight["seed_scheme"]:
         raise ValueError("the two runs do not share their evaluation episodes")
@@ -82,7 +83,6 @@ def main() -> None:
                                                           series["full_finetune_tie200"])
     out["dynamics_only_tie200_minus_deployed_zero_shot"] = paired(series["dynamics_only_tie200"],
                                                                   series["zero_shot_tie1000_deployed"])
-    key = sys.argv[1] if len(sys.argv) > 1 else "mild"
     if key in OLD_HEAD:
         base = json.loads((HERE / f"{OLD_HEAD[key]}.json").read_text())
         if base["seeds"] != loose["seeds"] or base["seed_scheme"] != loose["seed_scheme"]:
