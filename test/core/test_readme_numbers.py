@@ -1,4 +1,5 @@
-"""Every number in the README's results tables is in the committed JSON that the table names.
+"""Every number in the results tables of the README and of ``docs/results/`` is in the committed JSON that the
+table names.
 
 How a table names its JSON: paths in code spans (``bench_results/x.json``, ``results/y.json``, globs
 ``parity_go2_*.json``, ``a[_run5]b.json`` for both ``ab.json`` and ``a_run5b.json``, folders
@@ -19,7 +20,7 @@ and any list longer than ``MAX_LIST``: per-episode results, per-second series) a
 Not checked, by explicit rule, never silently: the header row and the first column of every table
 (they name the columns and the rows: task, configuration, run number); digits glued to letters
 (``v8``, ``H200``, ``go2``: names, not figures); columns in ``SKIP_COLUMNS`` (limits that are
-configuration); tables outside ``CHECKED_SECTIONS`` (status, threat model and test tables: they restate
+configuration); README tables outside ``CHECKED_SECTIONS`` (status, threat model and test tables: they restate
 results checked here or hold none); and tables in ``UNBACKED_TABLES``, each with the reason it has no
 JSON. A side-by-side table (an empty header cell between two tables) is checked as two tables.
 """
@@ -36,6 +37,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
+RESULTS_DOCS = sorted((ROOT / "docs" / "results").glob("*.md"))
+"""The full results, one document per topic: every table in them is a results table."""
 JSON_DIRS = ("", "bench_results", "checkpoints/results", "checkpoints")
 """Where a JSON path written in the README is looked up, in order (relative to the repository root)."""
 
@@ -80,6 +83,8 @@ class Table:
     """Cells of each row, header first (the separator row dropped)."""
     refs: list[str] = field(default_factory=list)
     """JSON paths, globs and folders named in its heading and in the paragraphs just before and after it."""
+    doc: str = "README.md"
+    """The document it is in, relative to the repository root."""
 
 
 def json_refs(text: str) -> list[str]:
@@ -211,9 +216,14 @@ def matches(token: Token, values: list[float]) -> bool:
 
 
 def checked_tables() -> list[Table]:
-    """The results tables (``CHECKED_SECTIONS``) of the README, ``UNBACKED_TABLES`` left out."""
-    return [t for t in parse_tables(README.read_text()) if t.section.startswith(CHECKED_SECTIONS)
-            and "| " + " | ".join(t.rows[0]) + " |" not in UNBACKED_TABLES]
+    """The results tables of the README (``CHECKED_SECTIONS``) and of ``RESULTS_DOCS``, ``UNBACKED_TABLES`` left
+    out."""
+    tables = [t for t in parse_tables(README.read_text()) if t.section.startswith(CHECKED_SECTIONS)]
+    for doc in RESULTS_DOCS:
+        for t in parse_tables(doc.read_text()):
+            t.doc = str(doc.relative_to(ROOT))
+            tables.append(t)
+    return [t for t in tables if "| " + " | ".join(t.rows[0]) + " |" not in UNBACKED_TABLES]
 
 
 def row_groups(table: Table) -> list[list[int]]:
@@ -252,23 +262,26 @@ TABLES = checked_tables()
 
 
 def test_every_results_table_is_found_and_every_unbacked_one_is_still_there():
-    assert len(TABLES) >= 10, f"only {len(TABLES)} results tables parsed from README.md"
-    firsts = {"| " + " | ".join(t.rows[0]) + " |" for t in parse_tables(README.read_text())}
+    assert RESULTS_DOCS, "docs/results/ holds no results document"
+    assert sum(t.doc == "README.md" for t in TABLES) >= 3, "the README's Results section lost its headline tables"
+    assert len(TABLES) >= 70, f"only {len(TABLES)} results tables parsed from README.md and docs/results/"
+    firsts = {"| " + " | ".join(t.rows[0]) + " |"
+              for doc in (README, *RESULTS_DOCS) for t in parse_tables(doc.read_text())}
     assert set(UNBACKED_TABLES) <= firsts, "an UNBACKED_TABLES entry no longer matches a README table: remove it"
 
 
-@pytest.mark.parametrize("table", TABLES, ids=[f"line{t.line}" for t in TABLES])
+@pytest.mark.parametrize("table", TABLES, ids=[f"{t.doc}:{t.line}" for t in TABLES])
 def test_table_names_committed_json(table):
     files, missing = table_files(table)
-    assert table.refs, f"README.md:{table.line}: the table names no JSON; write its file beside it"
-    assert not missing, f"README.md:{table.line}: named JSON not in the repository: {missing}"
+    assert table.refs, f"{table.doc}:{table.line}: the table names no JSON; write its file beside it"
+    assert not missing, f"{table.doc}:{table.line}: named JSON not in the repository: {missing}"
     assert files
 
 
-@pytest.mark.parametrize("table", TABLES, ids=[f"line{t.line}" for t in TABLES])
+@pytest.mark.parametrize("table", TABLES, ids=[f"{t.doc}:{t.line}" for t in TABLES])
 def test_table_numbers_are_in_its_json(table):
     bad = mismatches(table)
-    assert not bad, (f"README.md:{table.line}: {len(bad)} number(s) not in {table.refs} at the written "
+    assert not bad, (f"{table.doc}:{table.line}: {len(bad)} number(s) not in {table.refs} at the written "
                      "precision:\n  " + "\n  ".join(bad))
 
 

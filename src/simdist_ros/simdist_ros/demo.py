@@ -244,7 +244,7 @@ def loop_health(robot: dict[str, str], planner: dict[str, str], rtf: float, rtf_
     ``cpu`` (:func:`simdist_ros.procmem.cpu_shares` over the run) adds the machine's side of a slowed clock:
     CPU time the hypervisor took (``steal``), or CPUs with no idle time left (something else running). Neither
     shows a VM that is slower per core in some hours, which has slowed this demo with 1 % steal and 37 % idle
-    (README, *The demo, run by run*); then the advice stays as it was.
+    (``docs/results/demo.md``); then the advice stays as it was.
     """
     def num(values: dict[str, str], key: str) -> float | None:
         try:

@@ -3,7 +3,7 @@
 Every SimDist node spins rclpy's single-threaded executor (``runtime.py``). rclpy rebuilds its wait set in
 Python on every wake-up and builds a Python message object for every sample it takes, so a node pays per
 message it receives, whatever its callback does. On a 2-vCPU VM that cost decided whether the Go2 graph with
-its adaptation nodes fits two cores (README, Results: the replay buffer alone receives ~340 messages a
+its adaptation nodes fits two cores (``docs/results/live_graph.md``: the replay buffer alone receives ~340 messages a
 second). This benchmark measures it with the Go2 graph's own message types and sizes:
 
 - a publisher process sends, at ``--rate`` Hz, ``/clock`` and the Go2 sensor set (``joint_states``

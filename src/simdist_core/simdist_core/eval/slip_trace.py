@@ -35,7 +35,7 @@ shortfall (bias), the Pearson correlation of predicted vs actual forward displac
 correlation of the shortfall with the window's foot slip; the time trace of one episode (the one whose
 feet slid furthest in all) is plotted with a scatter over all windows.
 
-The figure (2026-12-02, README "Does dynamics-only finetuning learn the slip?"): ``checkpoints/go2_v5`` before
+The figure (2026-12-02, ``docs/results/slip.md``): ``checkpoints/go2_v5`` before
 and after 30 minutes of dynamics-only PTFE finetuning, forward MAE 21.2 -> 8.4 cm per 0.5 s, correlation
 -0.22 -> 0.85. An earlier development run (2026-12-01), with the probe still too weak to show it: the shipped
 ``checkpoints/go2`` against a dynamics-only finetune of it on 2 minutes of its own PTFE experience::

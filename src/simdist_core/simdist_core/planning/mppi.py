@@ -66,8 +66,9 @@ class PlannerConfig:
     prior's noise-free plan this tick (squared norm over action dims, mean over the H steps, undiscounted). Applies
     to every candidate (Gaussian, prior and warm start). Why: refits chase what the world model scores highly,
     and away from its training data it is wrong (on Go2 any second MPPI iteration falls every episode, see
-    README "What samples buy"); the prior was distilled from the expert's data, so staying near its plan
-    keeps the search where the model was trained. 0 (default) is the plain MPPI objective, bit for bit."""
+    docs/results/planner_latency.md, "What samples buy"); the prior was distilled from the expert's data, so
+    staying near its plan keeps the search where the model was trained. 0 (default) is the plain MPPI objective,
+    bit for bit."""
 
     def __post_init__(self) -> None:
         for name in ("horizon", "iterations", "num_elites"):
