@@ -18,7 +18,10 @@ With ``vbranch``, the same readings for the run with the continuation-trained va
 With ``voff``, the run without a terminal value (``UR5E_MILD_SHIFT_TIE200_VALUE_OFF_ADAPTATION.md``), paired with
 the deployed head's run the same way → ``adaptation_ur5e_peg_mild_shift_tie200_voff_readings.json``.
 
-Run: ``python bench_results/adaptation_ur5e_peg_mild_shift_tie200.py [shifted|vbranch|voff]``
+With ``vcap``, the run with the terminal value capped at the prior plan's value (``UR5E_VALUE_CAP.md``, part 2),
+paired with the deployed head's run the same way → ``adaptation_ur5e_peg_mild_shift_tie200_vcap_readings.json``.
+
+Run: ``python bench_results/adaptation_ur5e_peg_mild_shift_tie200.py [shifted|vbranch|voff|vcap]``
 """
 
 import json
@@ -37,8 +40,9 @@ RUNS = {  # stand-in: (the prior_weight 200 run, the deployed planner's run on t
                 "UR5E_MILD_SHIFT_TIE200_VBRANCH_ADAPTATION.md"),
     "voff": ("adaptation_ur5e_peg_mild_shift_tie200_voff", "adaptation_ur5e_peg_mild_shift_cf",
              "UR5E_MILD_SHIFT_TIE200_VALUE_OFF_ADAPTATION.md"),
+    "vcap": ("adaptation_ur5e_peg_mild_shift_tie200_vcap", "adaptation_ur5e_peg_mild_shift_cf", "UR5E_VALUE_CAP.md"),
 }
-OLD_HEAD = {"vbranch": "adaptation_ur5e_peg_mild_shift_tie200", "voff": "adaptation_ur5e_peg_mild_shift_tie200"}
+OLD_HEAD = {key: "adaptation_ur5e_peg_mild_shift_tie200" for key in ("vbranch", "voff", "vcap")}
 """Runs that are also set beside the same planner with the deployed value head (same evaluation episodes)."""
 
 

@@ -12,8 +12,12 @@ from simdist_core.eval.stats import cluster_mean_ci, mean_ci
 FUNNEL = ("reached_hole", "centred_at_hole", "aligned_at_hole", "entered_hole", "success")
 
 
-def load_arm(path: Path, task: str, prior_weight: float, value: bool, episodes: int = 40) -> tuple[list[float], dict]:
+def load_arm(path: Path, task: str, prior_weight: float, value: bool, episodes: int = 40,
+             cap: bool = False) -> tuple[list[float], dict]:  # fmt: skip
     """(per-episode success, summary: rate, 95 % interval, funnel counts, checkpoint) of one protocol arm.
+
+    ``cap``: whether the arm capped its terminal value (``terminal_value_cap``; reports from before the option have
+    no such key and count as uncapped).
 
     Raises:
         SystemExit: the report is not the protocol's run.
@@ -21,7 +25,8 @@ def load_arm(path: Path, task: str, prior_weight: float, value: bool, episodes: 
     report = json.loads(Path(path).read_text())
     planner = report["planner"]
     if (report["task"] != task or report["episodes"] != episodes
-            or planner["prior_weight"] != prior_weight or planner["terminal_value"] != value):
+            or planner["prior_weight"] != prior_weight or planner["terminal_value"] != value
+            or planner.get("terminal_value_cap", False) != cap):
         raise SystemExit(f"{path} is not the protocol's run")
     success = [float(e["success"]) for e in report["per_episode"]]
     mean, low, high = mean_ci(success)

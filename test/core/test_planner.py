@@ -411,3 +411,65 @@ def test_compensating_a_delay_holds_the_servo_closer_to_the_goal(delay):
         return float(np.mean(errors))
 
     assert run(compensate=True) < 0.8 * run(compensate=False)  # measured 0.74x (delay 1), 0.66x (delay 2)
+
+
+class ValuedModel(QuadraticModel):
+    """The quadratic stand-in with a terminal value: ``value_fn`` of the end position (N, 1, 2) -> (N, 1)."""
+
+    def __init__(self, value_fn, **kw):
+        super().__init__(**kw)
+        self.value_fn = value_fn
+
+    def value(self, latent, zs):
+        return self.value_fn(zs)
+
+
+def _lure(zs):
+    """A value that is optimistic where the reward says nothing good: large for end positions left of x = -0.3."""
+    return 200.0 * torch.relu(-zs[..., 0] - 0.3)
+
+
+def test_a_capped_terminal_value_cannot_lure_the_search_beyond_the_prior_plans_value():
+    """Uncapped, a value that is optimistic where the reward says nothing good makes the plan end there (it walks to
+    the goal, then dashes left for the terminal value). Capped at the value of the prior's plan (zeros: it ends at
+    the origin, value 0) every lure is cut to 0: the plan ends at the goal, and the capped planner plans exactly what
+    the planner without a value plans, tick after tick."""
+    kw = dict(num_samples=64, num_pi_samples=4, iterations=4, num_elites=8, max_std=1.0)
+    plans = {name: MPPIPlanner(ValuedModel(_lure), PlannerConfig(**kw, **extra), seed=0).plan_latent(ORIGIN)
+             for name, extra in (("lured", {}), ("capped", dict(terminal_value_cap=True)))}
+    assert plans["lured"].latents[-1, 0] < -0.3 < 0.0 < plans["capped"].latents[-1, 0], plans  # GOAL x is +0.3
+    capped = _closed_loop(MPPIPlanner(ValuedModel(_lure), PlannerConfig(**kw, terminal_value_cap=True), seed=0), 6)
+    no_value = _closed_loop(MPPIPlanner(ValuedModel(_lure), PlannerConfig(**kw, terminal_value=False), seed=0), 6)
+    for a, b in zip(capped[0], no_value[0], strict=True):
+        np.testing.assert_array_equal(a.mean, b.mean)
+
+
+def test_a_cap_leaves_values_below_the_prior_plans_untouched():
+    """Where no plan's end is valued above the prior's (value -|z|^2, the prior's zero plan ends at its maximum), the
+    capped planner plans exactly what the uncapped one plans, tick after tick: the value can still veto."""
+    kw = dict(num_samples=16, num_pi_samples=4, iterations=3, num_elites=4, max_std=0.5)
+    value = lambda zs: -zs.pow(2).sum(-1)  # noqa: E731
+    plain = MPPIPlanner(ValuedModel(value), PlannerConfig(**kw), seed=5)
+    capped = MPPIPlanner(ValuedModel(value), PlannerConfig(**kw, terminal_value_cap=True), seed=5)
+    for a, b in zip(_closed_loop(plain, 4)[0], _closed_loop(capped, 4)[0], strict=True):
+        np.testing.assert_array_equal(a.mean, b.mean)
+        assert a.value == b.value
+    no_value = MPPIPlanner(ValuedModel(value), PlannerConfig(**kw, terminal_value=False), seed=5)
+    assert not np.array_equal(_closed_loop(no_value, 1)[0][0].mean, _closed_loop(capped, 1)[0][0].mean)
+
+
+def test_the_capped_objective_caps_by_the_anchor_and_needs_one():
+    planner = MPPIPlanner(ValuedModel(_lure), PlannerConfig(num_samples=4, num_pi_samples=1, iterations=1,
+                                                            num_elites=1, terminal_value_cap=True))
+    left = torch.full((1, 25, 2), -1.0)  # ends at (-1, -1): lure value 140 uncapped
+    capped = planner.objective(ORIGIN, left, anchor=torch.zeros(25, 2))
+    planner.cfg = PlannerConfig(num_samples=4, num_pi_samples=1, iterations=1, num_elites=1)
+    uncapped = planner.objective(ORIGIN, left, anchor=torch.zeros(25, 2))
+    assert float(uncapped - capped) > 100.0  # the lure's value, discounted, is gone (the prior penalty is 0 here)
+    planner.cfg = PlannerConfig(num_samples=4, num_pi_samples=1, iterations=1, num_elites=1, terminal_value_cap=True)
+    with pytest.raises(ValueError, match="anchor"):
+        planner.objective(ORIGIN, left, anchor=None)
+    for bad in (dict(num_pi_samples=0), dict(terminal_value=False)):
+        with pytest.raises(ValueError, match="terminal_value_cap"):
+            PlannerConfig(**{**dict(num_samples=4, num_pi_samples=1, iterations=1, num_elites=1), **bad},
+                          terminal_value_cap=True)

@@ -61,6 +61,14 @@ class PlannerConfig:
     """Noise added to all but the first policy-prior candidate."""
     terminal_value: bool = True
     """Add discount**H * V(z_H) to each candidate's return."""
+    terminal_value_cap: bool = False
+    """Cap each candidate's terminal value at the value of the policy prior's noise-free plan's end state this tick:
+    the value can rank a plan below the prior's, never above it. Why: a search scores end states its model
+    predicts, and a value head fitted to the states the data visited is optimistic about predicted states it never
+    saw; measured on the UR5e, any terminal value cost the searching planner insertions even in distribution, the
+    better-fitted head more (docs/results/value.md). Capped, the value can still veto plans that end worse than the
+    prior's, which is where its training data (perturbed, failing rollouts) taught it most. Needs
+    ``terminal_value`` and ``num_pi_samples`` >= 1 (the noise-free prior plan is the first prior candidate)."""
     prior_weight: float = 0.0
     """lambda, task-return units: candidates are ranked by G(a) - lambda * mean_t ||a_t - pi_t||^2, pi = the policy
     prior's noise-free plan this tick (squared norm over action dims, mean over the H steps, undiscounted). Applies
@@ -92,6 +100,9 @@ class PlannerConfig:
             raise ValueError(f"pi_noise_std must be >= 0, got pi_noise_std={self.pi_noise_std}")
         if not self.prior_weight >= 0:  # also refuses nan
             raise ValueError(f"prior_weight must be >= 0, got prior_weight={self.prior_weight}")
+        if self.terminal_value_cap and not (self.terminal_value and self.num_pi_samples >= 1):
+            raise ValueError("terminal_value_cap needs terminal_value=True and num_pi_samples >= 1, got "
+                             f"{self.terminal_value=}, {self.num_pi_samples=}")
 
 
 PRESETS: dict[str, PlannerConfig] = {
@@ -171,6 +182,8 @@ class MPPIPlanner:
         """The latent the last plan (``_prev_mean``) was made from, for ``predict_last_mean``."""
         self._last_pool: tuple[torch.Tensor, torch.Tensor] | None = None
         """(returns (N,), predicted latents (N, H, D)) of the last plan's final iteration, for ``sampled_rollouts``."""
+        self._last_value_cap: torch.Tensor | None = None
+        """The terminal-value cap of the last plan (``terminal_value_cap``), for ``predict_last_mean``."""
 
     def _prepare(self, model: nn.Module) -> nn.Module:
         if model.spec.horizon < self.cfg.horizon:
@@ -189,6 +202,7 @@ class MPPIPlanner:
         self._prev_mean = None
         self._last_latent = None
         self._last_pool = None
+        self._last_value_cap = None
 
     def swap_model(self, new_model: nn.Module) -> None:
         """Replace the model between ticks (hot swap); keeps the warm start. Same robot layout required.
@@ -265,6 +279,7 @@ class MPPIPlanner:
         prior[:, :d] = fixed
         n_prior = prior.shape[0]
         prior_returns: torch.Tensor | None = None
+        value_cap: torch.Tensor | None = None
         dropped = 0
         for _ in range(cfg.iterations):
             # Sample: Gaussian candidates around the current mean, clipped to the action bounds.
@@ -276,12 +291,14 @@ class MPPIPlanner:
             # 14.0 -> 11.2 ms for 9 + 32 candidates with the shipped Go2 model on a 2-core VM); later iterations
             # reuse their returns.
             if prior_returns is None:
-                returns, pool_zs = self._rollout(latent, candidates)
-                returns = self._objective(returns, candidates, pi)  # (N,)
+                pool_zs = self.model.predict(latent, candidates)
+                if cfg.terminal_value_cap:  # candidate 0 is the prior's noise-free plan (after ``fixed``)
+                    value_cap = self.model.value(latent, pool_zs[:1, -1:])[0, 0]
+                returns = self._objective(self._score(latent, candidates, pool_zs, value_cap), candidates, pi)  # (N,)
                 prior_returns, prior_zs = returns[:n_prior], pool_zs[:n_prior]
             else:
                 sampled = candidates[n_prior:]
-                sampled_returns, sampled_zs = self._rollout(latent, sampled)
+                sampled_returns, sampled_zs = self._rollout(latent, sampled, value_cap)
                 returns = torch.cat([prior_returns, self._objective(sampled_returns, sampled, pi)])  # (N,)
                 pool_zs = prior_zs if sampled_zs is None else torch.cat([prior_zs, sampled_zs])
             finite = torch.isfinite(returns)
@@ -302,6 +319,7 @@ class MPPIPlanner:
             return self._fallback("non-finite plan mean")
         self._prev_mean = mean
         self._last_latent = latent
+        self._last_value_cap = value_cap
         # The latents this tick already predicted for its last pool (the warm start is always in it).
         self._last_pool = (returns, pool_zs)
         latents, probe, value = self.predict_last_mean() if predict_mean else (None, None, float("nan"))
@@ -327,7 +345,7 @@ class MPPIPlanner:
             raise RuntimeError("predict_last_mean: no plan since the last reset")
         latent, mean = self._last_latent, self._prev_mean[None]
         zs = self.model.predict(latent, mean)  # (1, H, D)
-        value = float(self._score(latent, mean, zs)[0])
+        value = float(self._score(latent, mean, zs, self._last_value_cap)[0])
         return zs[0].cpu().numpy(), self.model.decode_probe(zs[0]).cpu().numpy(), value
 
     @torch.inference_mode()
@@ -370,9 +388,19 @@ class MPPIPlanner:
         The discounted model return of ``actions`` (N, H, A) from ``latent`` (batch N or 1) less ``prior_weight``
         x mean_t ||a_t - anchor_t||^2 (no penalty with ``anchor`` None). Outside inference mode, so gradients
         reach ``actions`` (``simdist_core.training.prior_improve`` trains the policy prior through it); ``plan``
-        ranks its candidates with the same two functions.
+        ranks its candidates with the same two functions. With ``terminal_value_cap`` the cap is the value at the
+        end of ``anchor`` (``anchor`` is then required: it stands for the prior's plan).
+
+        Raises:
+            ValueError: ``terminal_value_cap`` without an ``anchor``.
         """
-        returns, _ = self._rollout(latent, actions)
+        value_cap = None
+        if self.cfg.terminal_value_cap:
+            if anchor is None:
+                raise ValueError("objective: terminal_value_cap needs the anchor (the prior's plan) to cap by")
+            anchor_zs = self.model.predict(latent, anchor.expand(1, *anchor.shape[-2:]))
+            value_cap = self.model.value(latent, anchor_zs[:, -1:])[0, 0]
+        returns, _ = self._rollout(latent, actions, value_cap)
         return self._objective(returns, actions, anchor)
 
     def _prior_candidates(self, pi: torch.Tensor | None) -> torch.Tensor:
@@ -393,18 +421,26 @@ class MPPIPlanner:
             return returns
         return returns - self.cfg.prior_weight * (actions - pi).pow(2).sum(-1).mean(-1)
 
-    def _rollout(self, latent: Latent, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def _rollout(self, latent: Latent, actions: torch.Tensor,
+                 value_cap: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:  # fmt: skip
         """Discounted return (N,) and predicted latents (N, H, D) of candidates ``actions`` (N, H, A); None if N = 0."""
         if actions.shape[0] == 0:
             return actions.new_zeros(0), None
         zs = self.model.predict(latent, actions)
-        return self._score(latent, actions, zs), zs
+        return self._score(latent, actions, zs, value_cap), zs
 
-    def _score(self, latent: Latent, actions: torch.Tensor, zs: torch.Tensor) -> torch.Tensor:
-        """Sum_k discount^k r_k (+ discount^H V(z_H)) for ``actions`` (N, H, A) and latents ``zs`` (N, H, D)."""
+    def _score(self, latent: Latent, actions: torch.Tensor, zs: torch.Tensor,
+               value_cap: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
+        """Sum_k discount^k r_k + discount^H min(V(z_H), ``value_cap``) of ``actions`` (N, H, A), ``zs`` (N, H, D).
+
+        Without ``terminal_value`` the value term is left out; with ``value_cap`` None it is not capped.
+        """
         returns = (self.model.reward(latent, zs, actions) * self._discounts).sum(1)  # (N,)
         if self.cfg.terminal_value:
-            returns = returns + self.cfg.discount**self.cfg.horizon * self.model.value(latent, zs[:, -1:])[:, 0]
+            values = self.model.value(latent, zs[:, -1:])[:, 0]
+            if value_cap is not None:
+                values = torch.minimum(values, value_cap)
+            returns = returns + self.cfg.discount**self.cfg.horizon * values
         return returns
 
     def _fallback(self, reason: str) -> PlanResult:
