@@ -293,7 +293,7 @@ class MPPIPlanner:
             if prior_returns is None:
                 pool_zs = self.model.predict(latent, candidates)
                 if cfg.terminal_value_cap:  # candidate 0 is the prior's noise-free plan (after ``fixed``)
-                    value_cap = self.model.value(latent, pool_zs[:1, -1:])[0, 0]
+                    value_cap = self._terminal_values(latent, pool_zs[:1])[0]
                 returns = self._objective(self._score(latent, candidates, pool_zs, value_cap), candidates, pi)  # (N,)
                 prior_returns, prior_zs = returns[:n_prior], pool_zs[:n_prior]
             else:
@@ -399,7 +399,7 @@ class MPPIPlanner:
             if anchor is None:
                 raise ValueError("objective: terminal_value_cap needs the anchor (the prior's plan) to cap by")
             anchor_zs = self.model.predict(latent, anchor.expand(1, *anchor.shape[-2:]))
-            value_cap = self.model.value(latent, anchor_zs[:, -1:])[0, 0]
+            value_cap = self._terminal_values(latent, anchor_zs)[0]
         returns, _ = self._rollout(latent, actions, value_cap)
         return self._objective(returns, actions, anchor)
 
@@ -437,11 +437,15 @@ class MPPIPlanner:
         """
         returns = (self.model.reward(latent, zs, actions) * self._discounts).sum(1)  # (N,)
         if self.cfg.terminal_value:
-            values = self.model.value(latent, zs[:, -1:])[:, 0]
+            values = self._terminal_values(latent, zs)
             if value_cap is not None:
                 values = torch.minimum(values, value_cap)
             returns = returns + self.cfg.discount**self.cfg.horizon * values
         return returns
+
+    def _terminal_values(self, latent: Latent, zs: torch.Tensor) -> torch.Tensor:
+        """V of each rollout's last predicted latent, (N,) for ``zs`` (N, H, D)."""
+        return self.model.value(latent, zs[:, -1:])[:, 0]
 
     def _fallback(self, reason: str) -> PlanResult:
         """Safe result: zero action (default pose / hold); clears the warm start."""
