@@ -28,7 +28,8 @@ import json
 import sys
 from pathlib import Path
 
-from simdist_core.eval.stats import cluster_mean_ci, paired_cluster_difference_ci, sign_test_p
+from eval_arms import paired
+from simdist_core.eval.stats import cluster_mean_ci
 
 HERE = Path(__file__).parent
 RUNS = {  # stand-in: (the prior_weight 200 run, the deployed planner's run on the same episodes, protocol)
@@ -50,15 +51,6 @@ def episodes(report: dict, method: str, minutes: float) -> list[list[float]]:
     """Per seed, per evaluation episode success of ``method`` at ``minutes``."""
     res = report["results"][method]
     return res["episode_metric_per_seed"][res["minutes"].index(minutes)]
-
-
-def paired(a: list[list[float]], b: list[list[float]]) -> dict:
-    """Paired a minus b over the same episodes: difference, interval, wins and losses of a, sign test."""
-    pairs = [(x, y) for ca, cb in zip(a, b, strict=True) for x, y in zip(ca, cb, strict=True)]
-    wins, losses = sum(x > y for x, y in pairs), sum(x < y for x, y in pairs)
-    diff, low, high = paired_cluster_difference_ci(a, b)
-    return {"difference": diff, "ci95": [low, high], "wins": wins, "losses": losses,
-            "sign_test_p": sign_test_p(wins, losses)}
 
 
 def main() -> None:

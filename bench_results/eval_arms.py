@@ -1,4 +1,4 @@
-"""Shared by the readers of the UR5e evaluation protocols (`ur5e_value_*.py`): protocol arms, paired intervals.
+"""Shared by the readers of the UR5e and slope evaluation protocols: protocol arms, paired and pooled intervals.
 
 An arm is one `simdist eval --json` report; `load_arm` checks it is the protocol's run (task, episode count, planner
 tie and terminal value) before it is read, so a reader never mixes in another run's file.
@@ -7,7 +7,7 @@ tie and terminal value) before it is read, so a reader never mixes in another ru
 import json
 from pathlib import Path
 
-from simdist_core.eval.stats import cluster_mean_ci, mean_ci
+from simdist_core.eval.stats import cluster_mean_ci, mean_ci, paired_cluster_difference_ci, sign_test_p
 
 FUNNEL = ("reached_hole", "centred_at_hole", "aligned_at_hole", "entered_hole", "success")
 
@@ -39,6 +39,18 @@ def pooled_ci(clusters: list[list[float]]) -> dict:
     """Pooled mean and two-level bootstrap 95 % interval (models, then episodes) of per-model per-episode values."""
     mean, low, high = cluster_mean_ci(clusters)
     return {"mean": round(mean, 3), "ci95": [round(low, 3), round(high, 3)]}
+
+
+def paired(a: list[list[float]], b: list[list[float]]) -> dict:
+    """Paired a minus b over the same episodes: difference, two-level bootstrap interval, wins, losses, sign test.
+
+    ``a`` and ``b`` hold per model (or seed) the values of the same episodes in the same order.
+    """
+    pairs = [(x, y) for ca, cb in zip(a, b, strict=True) for x, y in zip(ca, cb, strict=True)]
+    wins, losses = sum(x > y for x, y in pairs), sum(x < y for x, y in pairs)
+    diff, low, high = paired_cluster_difference_ci(a, b)
+    return {"difference": diff, "ci95": [low, high], "wins": wins, "losses": losses,
+            "sign_test_p": sign_test_p(wins, losses)}
 
 
 def minus(a: list[float], b: list[float]) -> list[float]:

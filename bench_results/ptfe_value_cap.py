@@ -10,7 +10,8 @@ Run from the repository root.
 import json
 from pathlib import Path
 
-from simdist_core.eval.stats import cluster_mean_ci, episode_values
+from eval_arms import minus, pooled_ci
+from simdist_core.eval.stats import episode_values
 
 TASK = "go2/ptfe_slope"
 MODELS = ("pretrained", "adapted_seed0", "adapted_seed1", "adapted_seed2")
@@ -37,22 +38,11 @@ def load(setting: str, model: str) -> list[float]:
     return values
 
 
-def ci(values: list[list[float]]) -> dict:
-    """Pooled mean and two-level bootstrap 95 % CI of per-model lists of per-episode values."""
-    mean, low, high = cluster_mean_ci(values)
-    return {"mean": round(mean, 3), "ci95": [round(low, 3), round(high, 3)]}
-
-
-def minus(a: list[float], b: list[float]) -> list[float]:
-    """Per-episode a - b (same seeds, same order)."""
-    return [x - y for x, y in zip(a, b, strict=True)]
-
-
 out: dict = {"task": TASK, "arms": {}}
 progress = {(s, m): load(s, m) for s in SETTINGS for m in MODELS}
-out["adapted_minus_pretrained"] = {f"value_{s}": ci([minus(progress[s, m], progress[s, "pretrained"])
+out["adapted_minus_pretrained"] = {f"value_{s}": pooled_ci([minus(progress[s, m], progress[s, "pretrained"])
                                                     for m in MODELS[1:]]) for s in SETTINGS}
-out["cap_minus"] = {f"{other}_{kind}": ci([minus(progress["cap", m], progress[other, m]) for m in models])
+out["cap_minus"] = {f"{other}_{kind}": pooled_ci([minus(progress["cap", m], progress[other, m]) for m in models])
                     for other in ("on", "off")
                     for kind, models in (("pretrained", MODELS[:1]), ("adapted", MODELS[1:]))}
 out["verdict"] = ("with the capped value, dynamics-only adaptation helps on the slope"

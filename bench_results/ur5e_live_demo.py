@@ -10,7 +10,8 @@ episodes), with wins, losses and a sign test over the paired episodes. Run from 
 import json
 from pathlib import Path
 
-from simdist_core.eval.stats import cluster_mean_ci, paired_cluster_difference_ci, paired_cluster_ratio_ci, sign_test_p
+from eval_arms import paired
+from simdist_core.eval.stats import cluster_mean_ci, paired_cluster_ratio_ci
 
 RUNS = ("demo_ur5e_peg_mild_shift_20261205", "demo_ur5e_peg_mild_shift_20261205_r2",
         "demo_ur5e_peg_mild_shift_20261205_r3")
@@ -41,15 +42,11 @@ for (name, s), ship, adapt in zip(runs.items(), shipped, adapted, strict=True):
         "as_lived_ratio": s["adaptation"]["ratio"]["progress_adapted_over_shipped"],
         "planner_ticks_kept": s["loop"]["planner_ticks_kept"], "fresh_command_share": s["loop"]["fresh_command_share"],
         "achieved_rtf": s["loop"]["achieved_rtf"]}
-pairs = [(a, b) for ca, cb in zip(adapted, shipped, strict=True) for a, b in zip(ca, cb, strict=True)]
-wins, losses = sum(a > b for a, b in pairs), sum(a < b for a, b in pairs)
 for label, clusters in (("shipped", shipped), ("adapted", adapted)):
     mean, low, high = cluster_mean_ci(clusters)
     out[f"{label}_success"] = {"mean": mean, "ci95": [low, high]}
-diff, low, high = paired_cluster_difference_ci(adapted, shipped)
 ratio, rlow, rhigh = paired_cluster_ratio_ci(adapted, shipped)
-out["adapted_minus_shipped"] = {"mean": diff, "ci95": [low, high], "wins": wins, "losses": losses,
-                                "sign_test_p": sign_test_p(wins, losses)}
+out["adapted_minus_shipped"] = paired(adapted, shipped)
 out["adapted_over_shipped"] = {"mean": ratio, "ci95": [rlow, rhigh]}
 print(json.dumps(out, indent=1))
 OUT.write_text(json.dumps(out, indent=1) + "\n")
