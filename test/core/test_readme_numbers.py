@@ -98,8 +98,8 @@ def json_refs(text: str) -> list[str]:
     return out
 
 
-def parse_tables(text: str) -> list[Table]:
-    """Pipe tables of a markdown text (possibly indented in a list item), with their JSON references."""
+def parse_tables(text: str, doc: str = "README.md") -> list[Table]:
+    """Pipe tables of a markdown text (possibly indented in a list item) from ``doc``, with their JSON references."""
     lines = [line.strip() for line in text.splitlines()]
     tables: list[Table] = []
     section, heading, paragraph, last = "", "", [], []
@@ -120,7 +120,8 @@ def parse_tables(text: str) -> list[Table]:
                     break
                 after.append(line)
             near = json_refs(" ".join((paragraph or last) + ["|"] + after))
-            tables.append(Table(line=start + 1, section=section, rows=rows, refs=near or json_refs(heading)))
+            tables.append(Table(line=start + 1, section=section, rows=rows, refs=near or json_refs(heading),
+                                doc=doc))
             paragraph, last = [], []
             continue
         elif not lines[i]:
@@ -220,9 +221,7 @@ def checked_tables() -> list[Table]:
     out."""
     tables = [t for t in parse_tables(README.read_text()) if t.section.startswith(CHECKED_SECTIONS)]
     for doc in RESULTS_DOCS:
-        for t in parse_tables(doc.read_text()):
-            t.doc = str(doc.relative_to(ROOT))
-            tables.append(t)
+        tables += parse_tables(doc.read_text(), str(doc.relative_to(ROOT)))
     return [t for t in tables if "| " + " | ".join(t.rows[0]) + " |" not in UNBACKED_TABLES]
 
 
