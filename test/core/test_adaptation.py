@@ -238,6 +238,47 @@ def _numbers(report):
     return report
 
 
+def test_rounds_between_evaluations_collect_and_finetune_without_measuring(tmp_path, monkeypatch):
+    """``eval_at``: a round at every mark of ``minutes`` (the live finetuner's schedule), an evaluation only at
+    the marks named; each round still collects on its own episodes (those it would without ``eval_at``)."""
+    from simdist_core.data.dataset import Dataset
+    from simdist_core.eval.adaptation import Benchmark, episode_seed
+
+    torch.set_num_threads(1)
+    ckpt = tmp_path / "ckpt"
+    save_checkpoint(ckpt, tiny_model("go2"), version=1)
+    seeds, measured, collect = [], [], Benchmark._collect
+    measure = Benchmark.measure
+
+    def spy_collect(self, model, shard, steps, seed, first_episode, **kwargs):
+        if shard.parent.name != "heldout":
+            seeds.append(seed)
+        return collect(self, model, shard, steps, seed, first_episode, **kwargs)
+
+    def spy_measure(self, model):
+        measured.append(model)
+        return measure(self, model)
+
+    monkeypatch.setattr(Benchmark, "_collect", spy_collect)
+    monkeypatch.setattr(Benchmark, "measure", spy_measure)
+    run = [a if a != "0,0.02" else "0,0.02,0.04,0.06" for a in TINY_RUN]
+    out = tmp_path / "r.json"
+    assert main([*run, "--checkpoint", str(ckpt), "--set", "eval_at=0.06", "--json", str(out)]) == 0
+    res = json.loads(out.read_text())["results"]["dynamics_only"]
+    assert res["minutes"] == [0.0, 0.06] and len(res["metric"]) == len(res["episode_metric"]) == 2
+    assert [r["minutes"] for r in res["rounds"]] == [0.02, 0.04, 0.06]
+    assert seeds == [episode_seed(k, 0) for k in (2, 3, 4)], "round k collects on stream k + 1, measured or not"
+    assert len(measured) == 2, "zero-shot and the last mark only"
+    assert res["accepted_rounds"] == sum(r["gate"]["passed"] for r in res["rounds"])
+    assert res["gate"][1] == res["rounds"][-1]["gate"]
+    data = Dataset(tmp_path / "r_work" / "dynamics_only")  # a row per control step + each episode's last observation
+    assert data.n_steps - data.num_episodes == 3 * 60, "every round's 0.02 min at 50 Hz is kept"
+    with pytest.raises(ValueError, match="eval_at"):
+        AdaptationConfig(minutes=(0.0, 1.0, 2.0), eval_at=(1.0,))  # the last mark must be measured
+    with pytest.raises(ValueError, match="eval_at"):
+        AdaptationConfig(minutes=(0.0, 1.0, 2.0), eval_at=(1.5, 2.0))
+
+
 def test_seeds_run_in_one_process_equal_separate_runs_merged(tmp_path):
     """``--seeds 0,1`` = two runs with ``--set seed=S`` merged with ``--merge`` (the way to run them in parallel)."""
     torch.set_num_threads(1)

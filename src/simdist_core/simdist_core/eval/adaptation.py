@@ -125,7 +125,13 @@ class AdaptationConfig:
     task: str = "go2/ptfe_slope"
     """The shifted task (stands in for the real world)."""
     minutes: tuple[float, ...] = (0.0, 1.0, 2.0, 4.0)
-    """Cumulative simulated minutes of experience at which to evaluate (first must be 0)."""
+    """Cumulative simulated minutes of experience at which a round ends: collect up to the mark, finetune (world-model
+    methods), evaluate if the mark is in ``eval_at`` (first must be 0)."""
+    eval_at: tuple[float, ...] = ()
+    """Marks of ``minutes`` at which to evaluate (empty: every mark). Why fewer: a round every two minutes, as
+    the live finetuner runs them, without a closed-loop evaluation after each (one UR5e evaluation of 20
+    episodes is ~3 CPU minutes). The last mark must be among them; minute 0 (the pretrained model) is always
+    measured."""
     episode_s: float = 10.0
     """Length cap of each experience episode (falls end episodes earlier)."""
     exploration_std: float = 0.1
@@ -165,6 +171,9 @@ class AdaptationConfig:
         if self.eval_episodes < 1 or self.heldout_episodes < 2:
             raise ValueError(f"need eval_episodes >= 1 and heldout_episodes >= 2, got {self.eval_episodes=}, "
                              f"{self.heldout_episodes=}")  # fmt: skip
+        if self.eval_at and (not set(self.eval_at) <= set(self.minutes) or self.minutes[-1] not in self.eval_at):
+            raise ValueError(f"eval_at must be marks of minutes and include the last one, got {self.eval_at=} "
+                             f"for {self.minutes=}")
         if not self.command_ramp_s >= 0:  # also catches NaN
             raise ValueError(f"command_ramp_s must be >= 0, got {self.command_ramp_s=}")
         if not 0 <= self.seed < MAX_SEEDS:
@@ -256,6 +265,7 @@ class Benchmark:
     ) -> dict[str, Any]:
         """Collect -> finetune -> evaluate at each minute mark, continuing from the latest accepted model.
 
+        Marks not in ``eval_at`` end a round without an evaluation; every round's gate is in ``rounds``.
         ``pretrained`` (default: the benchmark's) is where the method starts; ``name`` its results key. The
         final model (the latest one that passed the gate) is saved as the checkpoint ``<workdir>/<name>/final``
         after the last measurement (``final_checkpoint`` in the results).
@@ -265,12 +275,12 @@ class Benchmark:
         start = self.pretrained if pretrained is None else pretrained
         model, shard = copy.deepcopy(start), self.workdir / (name or method) / "shard-0"
         out = {"minutes": [0.0], **{k: [v] for k, v in point_fields(zero, metric).items()}, "gate": [None],
-               "collect_wall_s": [0.0], "finetune_wall_s": [0.0]}  # fmt: skip
+               "collect_wall_s": [0.0], "finetune_wall_s": [0.0], "rounds": []}  # fmt: skip
         episodes, accepted = 0, {"minutes": 0.0, "rounds": 0}
-        for before, minutes in zip(cfg.minutes[:-1], cfg.minutes[1:], strict=True):
+        for k, (before, minutes) in enumerate(zip(cfg.minutes[:-1], cfg.minutes[1:], strict=True), start=1):
             t0 = time.perf_counter()
             steps = int(round((minutes - before) * 60 * self.control_hz))
-            episodes += self._collect(model, shard, steps, episode_seed(1 + len(out["minutes"]), cfg.seed), episodes,
+            episodes += self._collect(model, shard, steps, episode_seed(1 + k, cfg.seed), episodes,
                                       record_reward=ft_cfg.reward_weight > 0)  # fmt: skip
             t1 = time.perf_counter()
             new, report = finetune_dynamics(model, Dataset(shard.parent), ft_cfg, replay=self.replay)
@@ -278,6 +288,11 @@ class Benchmark:
                 model = new
                 accepted = {"minutes": minutes, "rounds": accepted["rounds"] + 1}
             t2 = time.perf_counter()
+            out["rounds"].append({"minutes": minutes, "gate": report.gate.__dict__, "collect_wall_s": t1 - t0,
+                                  "finetune_wall_s": t2 - t1})  # fmt: skip
+            if not self._evaluates_at(minutes):
+                log.info("%s @ %.2f min: round %d, gate=%s (no evaluation)", method, minutes, k, report.gate.reason)
+                continue
             point = self.measure(model)
             log.info("%s @ %.2f min: %s=%.3f latent_error=%.5f gate=%s", method, minutes, metric, point[metric],
                      point["latent_error"], report.gate.reason)  # fmt: skip
@@ -285,6 +300,7 @@ class Benchmark:
                       "collect_wall_s": t1 - t0, "finetune_wall_s": t2 - t1}  # fmt: skip
             for key, value in fields.items():
                 out[key].append(value)
+        out["accepted_rounds"] = accepted["rounds"]
         key = name or method
         self.final_models[key] = model
         try:
@@ -293,6 +309,9 @@ class Benchmark:
             log.warning("%s: the final model was not saved (%s)", key, exc)
             out["final_checkpoint"] = None
         return out
+
+    def _evaluates_at(self, minutes: float) -> bool:
+        return not self.cfg.eval_at or minutes in self.cfg.eval_at
 
     def save_final(
         self, model: torch.nn.Module, start: torch.nn.Module, key: str, method: str, accepted: dict[str, Any]
@@ -357,21 +376,24 @@ class Benchmark:
                "collect_wall_s": [0.0], "finetune_wall_s": [t1 - t0], "update_rounds": [baseline.updates],
                "losses": [offline_log]}  # fmt: skip
         episode_steps, episodes = int(round(cfg.episode_s * self.control_hz)), 0
-        for before, minutes in zip(cfg.minutes[:-1], cfg.minutes[1:], strict=True):
-            t0 = time.perf_counter()
+        t0 = time.perf_counter()
+        for k, (before, minutes) in enumerate(zip(cfg.minutes[:-1], cfg.minutes[1:], strict=True), start=1):
             steps = int(round((minutes - before) * 60 * self.control_hz))
             # same collection seeds as the world-model methods at this mark
-            first_seed = episode_seed(1 + len(out["minutes"]), cfg.seed)
+            first_seed = episode_seed(1 + k, cfg.seed)
             episodes += baseline.collect(self.env, steps, episode_steps, first_seed, command_ramp_s=cfg.command_ramp_s)
+            if not self._evaluates_at(minutes):
+                continue
             t1 = time.perf_counter()
             point = self.measure_agent(baseline)
             log.info("%s @ %.2f min: %s=%.3f (%d online transitions)", method, minutes, metric, point[metric],
                      baseline.buffer.size)  # fmt: skip
-            # learning happens during collection, so its wall time is in collect_wall_s
+            # learning happens during collection, so its wall time (since the last evaluation) is in collect_wall_s
             fields = {"minutes": minutes, **point_fields(point, metric), "collect_wall_s": t1 - t0,
                       "finetune_wall_s": 0.0, "update_rounds": baseline.updates, "losses": baseline.last_log}
             for key, value in fields.items():
                 out[key].append(value)
+            t0 = time.perf_counter()  # the next point's collection starts after this evaluation
         out["online_episodes"] = episodes
         return out
 

@@ -270,6 +270,8 @@ def _settings_from_users(members: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+PER_METHOD_LISTS = ("rounds",)
+"""A method's lists that are not one value per evaluation point (``rounds``: one entry per finetuning round)."""
 ZERO_SHOT_MUST_HAVE = ("minutes", "metric", "episode_metric")
 """Zero-shot fields both reports of a join must hold (and agree on): the episodes themselves."""
 
@@ -404,8 +406,8 @@ def merge_reports(
     ``reward_per_step`` and ``falls`` (fall events per episode) are the mean over seeds.
     ``<key>_per_seed[i]`` lists the seeds' values at mark ``i`` (in the order of ``seeds``), for every
     per-point key (``episode_metric_per_seed`` holds the per-episode values); per-method scalars
-    (``final_checkpoint``, ``online_episodes``) become a list over seeds. ``summary`` keeps the single-seed
-    keys (from these pooled values) and adds the paired CIs.
+    (``final_checkpoint``, ``online_episodes``) and lists (``PER_METHOD_LISTS``) become a list over seeds.
+    ``summary`` keeps the single-seed keys (from these pooled values) and adds the paired CIs.
 
     ``may_differ`` (see :func:`check_mergeable`): each such key that differs is kept per report in
     ``allowed_differences`` (report name -> value).
@@ -427,7 +429,7 @@ def merge_reports(
             if key == "minutes":
                 continue
             values = [run.get(key) for run in runs]
-            if all(isinstance(v, list) and len(v) == n for v in values):
+            if key not in PER_METHOD_LISTS and all(isinstance(v, list) and len(v) == n for v in values):
                 out[f"{key}_per_seed"] = [[v[i] for v in values] for i in range(n)]
             else:
                 out[f"{key}_per_seed"] = values
