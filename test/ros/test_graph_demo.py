@@ -66,14 +66,30 @@ def test_adaptation_phases_compare_the_shipped_model_with_the_last_minute_of_ada
     assert no_swap.phases()["adapted"]["progress_per_min"] is None
 
 
-def test_fixed_seed_evaluation_compares_both_models_on_the_same_episodes(tmp_path):
+def test_fixed_seed_evaluation_compares_both_models_on_the_same_episodes(tmp_path, monkeypatch):
+    import torch
     from node_harness import tiny_world_model
     from simdist_core.checkpoint import save_checkpoint
+    from simdist_core.eval import closed_loop
 
     shipped, adapted = tmp_path / "shipped", tmp_path / "run" / "checkpoints" / "v0003"
     save_checkpoint(shipped, tiny_world_model("go2", seed=0), version=1)
     save_checkpoint(adapted, tiny_world_model("go2", seed=1), version=3)
-    ev = demo.fixed_seed_evaluation("go2/flat", shipped, adapted, episodes=2, seconds=0.2)
+    threads_seen, evaluate = [], closed_loop.evaluate
+
+    def spy(*args, **kwargs):
+        threads_seen.append(torch.get_num_threads())
+        return evaluate(*args, **kwargs)
+
+    monkeypatch.setattr(closed_loop, "evaluate", spy)
+    caller_threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        ev = demo.fixed_seed_evaluation("go2/flat", shipped, adapted, episodes=2, seconds=0.2)
+        assert torch.get_num_threads() == 2, "the caller's thread count is restored"
+    finally:
+        torch.set_num_threads(caller_threads)
+    assert threads_seen == [1, 1], "both models are evaluated on one thread, as the planner node plans"
     assert ev["first_seed"] == demo.EVAL_FIRST_SEED and ev["metric"] == "forward_progress_m"
     for name in ("shipped", "adapted"):
         assert [e["duration_s"] <= 0.2 + 1e-9 for e in ev[name]["per_episode"]] == [True, True]

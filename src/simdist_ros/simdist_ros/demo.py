@@ -303,7 +303,7 @@ def fixed_seed_evaluation(task: str, shipped: Path, adapted: Path, episodes: int
     values = {name: episode_values(eps, task) for name, eps in runs.items()}
     out: dict[str, Any] = {"task": task, "episodes": episodes, "seconds": seconds, "first_seed": EVAL_FIRST_SEED,
                            "metric": EPISODE_METRIC[task.split("/")[0]],
-                           "adapted_checkpoint": str(adapted)}
+                           "adapted_checkpoint": str(adapted), "torch_threads": 1}  # in_process: one thread
     for name, eps in runs.items():
         summary = episode_summary(eps, task)
         out[name] = {"metric_mean": summary["metric_mean"], "metric_ci95": summary["metric_ci95"],

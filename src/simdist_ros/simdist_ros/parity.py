@@ -99,8 +99,13 @@ def in_process(task: str, checkpoint: Path, episodes: int, seconds: float, first
     :func:`deployed_planner` and :func:`deployed_command_ramp_s`, as the graph's nodes run them.
 
     ``recorder`` (``simdist_core.eval.video.EpisodeRecorder``) records episodes for a video, results unchanged.
+    Runs on one torch thread, as the planner node does, whatever the caller's count (restored after): a
+    different count sums the same products in another order, and over a 15 s UR5e episode those last-bit
+    differences flip insertions (the shipped UR5e model inserted 10 of the same 20 episodes on two threads, 13 on
+    one), so the count is part of what makes an evaluation reproducible.
     Returns the per-episode results and the planner config used.
     """
+    import torch
     from simdist_core.checkpoint import load_checkpoint
     from simdist_core.eval.closed_loop import EvalConfig, evaluate
 
@@ -109,13 +114,17 @@ def in_process(task: str, checkpoint: Path, episodes: int, seconds: float, first
     ramp_s = deployed_command_ramp_s(model.spec.name, sets)
     if preset == "auto":  # as the planner node resolves it
         preset = "checkpoint" if isinstance(getattr(manifest, "planner_config", None), dict) else "cpu"
-    result = evaluate(model, EvalConfig(task=task, episodes=episodes, seconds=seconds, seed=first_seed,
-                                        preset=preset, command_ramp_s=ramp_s), manifest=manifest,
-                      planner_overrides=overrides,
-                      recorder=recorder)  # fmt: skip
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        result = evaluate(model, EvalConfig(task=task, episodes=episodes, seconds=seconds, seed=first_seed,
+                                            preset=preset, command_ramp_s=ramp_s), manifest=manifest,
+                          planner_overrides=overrides, recorder=recorder)  # fmt: skip
+    finally:
+        torch.set_num_threads(threads)
     per_episode = [{"seed": first_seed + i, **m} for i, m in enumerate(result["per_episode"])]
     return {"preset": preset, "planner_overrides": overrides, "command_ramp_s": ramp_s, "sim_s": result["sim_s"],
-            "wall_s": round(result["wall_s"], 1), "plan_ms_p50": result["plan_ms_p50"],
+            "wall_s": round(result["wall_s"], 1), "torch_threads": 1, "plan_ms_p50": result["plan_ms_p50"],
             "plan_ms_p99": result["plan_ms_p99"], "per_episode": per_episode}  # fmt: skip
 
 
