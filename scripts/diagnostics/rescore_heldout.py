@@ -25,6 +25,7 @@ import numpy as np
 import torch
 from simdist_core.checkpoint import load_checkpoint
 from simdist_core.eval.adaptation import REWARD_ONLY, heldout_batches, reward_rollout_error
+from simdist_core.eval.adaptation_report import PER_METHOD_LISTS
 from simdist_core.training.trainer import evaluate_loss
 
 
@@ -35,8 +36,8 @@ def per_seed_reports(report: dict) -> list[tuple[int, dict, dict]]:
         for k, seed in enumerate(report["seeds"]):
             results = {m: {"minutes": res["minutes"],
                            **{key[: -len("_per_seed")]: [point[k] for point in value] for key, value in res.items()
-                              if key.endswith("_per_seed") and isinstance(value, list) and value
-                              and isinstance(value[0], list)}}
+                              if key.endswith("_per_seed") and key[: -len("_per_seed")] not in PER_METHOD_LISTS
+                              and isinstance(value, list) and value and isinstance(value[0], list)}}
                        for m, res in report["results"].items()}  # fmt: skip
             out.append((seed, report["final_checkpoints_per_seed"][k], results))
         return out
