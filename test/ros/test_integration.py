@@ -202,4 +202,10 @@ def test_full_graph_adapts_hot_swaps_and_survives_faults(tmp_path):
     summary = json.loads(report.read_text())
     assert summary["bag"] == str(bag) and summary["n_train_windows"] > 0
     assert (tmp_path / "from_bag").exists() == (result.returncode == 0)
+    if result.returncode == 0:  # a model adapted from the robot's own recording says on how many steps
+        from simdist_core.checkpoint import read_manifest
+        from simdist_core.planning.adapted_tie import finetuned_data_steps
+
+        steps = finetuned_data_steps(read_manifest(tmp_path / "from_bag"))
+        assert steps is not None and steps > 0
     assert initial.version == 0

@@ -52,7 +52,8 @@ def test_planner_node_plans_holds_and_hot_swaps(tmp_path):
     ns = unique_namespace("planner")
     params = {"checkpoint": str(tmp_path / "v1"), "control_hz": HZ, "planner_overrides": PLANNER,
               "rollout_every_n": 2, "diagnostics_period_s": 0.25, "stale_ticks": 3.0,
-              "update_dir": str(updates), "update_key_file": str(key_file)}  # fmt: skip
+              "update_dir": str(updates), "update_key_file": str(key_file),
+              "adapted_prior_weight": 3.0, "adapted_after_data_steps": 100}  # fmt: skip
     node = NodeProcess("planner_node", params, "planner", ns)
     obs = Observer(ns)
     try:
@@ -122,14 +123,19 @@ def test_planner_node_plans_holds_and_hot_swaps(tmp_path):
         assert all(np.allclose(c.data, 0.0) for c in commands), "stale latent must give the hold action"
         assert "holding default pose: latent is" in node.log()
 
-        # 4. Hot swap a valid dynamics-only update while planning: zero missed ticks.
+        # 4. Hot swap a valid dynamics-only update while planning: zero missed ticks. It was finetuned on more robot
+        # data than adapted_after_data_steps, so the planner loosens its tie to the policy prior to 3.
+        assert float(diag_values(diags, "planner")["prior_weight"]) == 0.0  # the shipped model: the config's tie
         with torch.no_grad():
             for p in model.dynamics.parameters():
                 p.add_(0.01)
-        save_checkpoint(updates / "v0002", model, version=2, parent_version=1, parts_changed=("dynamics",))
+        save_checkpoint(updates / "v0002", model, version=2, parent_version=1, parts_changed=("dynamics",),
+                        extra={"data_steps": 150})
         obs.spin_until(lambda: False, 1.0, on_spin=feed)  # planning again before the swap
         _announce(update_pub, key, updates / "v0002")
         assert obs.spin_until(lambda: diag_values(diags, "planner").get("model_version") == "2", 60.0, on_spin=feed)
+        tie = lambda: float(diag_values(diags, "planner").get("prior_weight", "nan"))  # noqa: E731
+        assert obs.spin_until(lambda: tie() == 3.0, 30.0, on_spin=feed), node.log()[-3000:]
         values = diag_values(diags, "planner")
         assert int(values["swaps"]) == 1 and int(values["swaps_refused"]) == 0
         # The bar is zero ticks missed because of a swap. A loaded shared machine also drops ticks by itself, so

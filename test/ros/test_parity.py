@@ -141,3 +141,27 @@ def test_in_process_side_ramps_the_command_as_the_graph_encoder_does():
     """The encoder's ``command_ramp_s`` (off in the shipped YAML) reaches the in-process side; UR5e has none."""
     assert parity.deployed_command_ramp_s("go2") == 0.0 and parity.deployed_command_ramp_s("ur5e") == 0.0
     assert parity.deployed_command_ramp_s("go2", ["encoder.command_ramp_s=4.0", "planner.stale_ticks=4"]) == 4.0
+
+
+def test_in_process_side_gives_a_model_finetuned_here_the_adapted_tie(tmp_path, monkeypatch):
+    """As the planner node: the looser tie only for a checkpoint the finetuner made from enough robot data."""
+    import simdist_core.eval.closed_loop as closed_loop
+    from node_harness import tiny_world_model
+    from simdist_core.checkpoint import save_checkpoint
+
+    seen = []
+
+    def fake_evaluate(model, cfg, **kwargs):
+        seen.append(kwargs["planner_overrides"]["prior_weight"])
+        return {"per_episode": [], "sim_s": 0.0, "wall_s": 0.0, "plan_ms_p50": 0.0, "plan_ms_p99": 0.0}
+
+    monkeypatch.setattr(closed_loop, "evaluate", fake_evaluate)
+    model = tiny_world_model("ur5e")
+    save_checkpoint(tmp_path / "shipped", model, version=1)
+    save_checkpoint(tmp_path / "early", model, version=2, extra={"data_steps": 600})
+    save_checkpoint(tmp_path / "adapted", model, version=9, extra={"data_steps": 20_000})
+    sets = ["planner.adapted_prior_weight=500.0", "planner.adapted_after_data_steps=13600"]
+    for name in ("shipped", "early", "adapted"):
+        parity.in_process("ur5e/peg", tmp_path / name, 1, 1.0, 1000, sets=sets)
+    assert seen == ["1000", "1000", "500.0"]
+    assert parity.deployed_adapted_tie("ur5e", sets).applies(13_600)

@@ -37,6 +37,7 @@ from simdist_core.checkpoint_auth import (
     version_dir_name,
 )
 from simdist_core.config import apply_overrides, from_dict, parse_overrides
+from simdist_core.planning.adapted_tie import finetuned_data_steps
 
 from simdist_ros.model_update import FROZEN_PARTS, REFUSAL_KINDS, Announcement, UpdateRefused, parse_announcement
 from simdist_ros.runtime import manifest_get
@@ -126,6 +127,8 @@ class ModelSwapper:
         self.model = model
         """The model the planner runs now."""
         self._version = int(manifest_get(manifest, "version", 0))
+        self.data_steps = finetuned_data_steps(manifest)
+        """Steps of this robot's data the running model was finetuned on (its manifest), None if not finetuned."""
         self._encoder_hash = (manifest_get(manifest, "parts") or {}).get("encoder")
         self._max_weights_bytes = weights_size_limit(model)
         self._update_dir = update_dir
@@ -140,7 +143,7 @@ class ModelSwapper:
         self._spare = ModelSlot(self._new_model()) if self.enabled else None
         self._cond = threading.Condition()
         self._pending: Announcement | None = None
-        self._candidate: tuple[Any, int] | None = None
+        self._candidate: tuple[Any, int, int | None] | None = None  # slot, version, data_steps
         self._in_swap = False
         self._settling = False
         self._stop = False
@@ -188,7 +191,7 @@ class ModelSwapper:
                 self._in_swap = self._pending is not None or self._candidate is not None
             if self._candidate is None:
                 return None
-            slot, version = self._candidate
+            slot, version, data_steps = self._candidate
             self._candidate = None
             self._settling = True
         try:
@@ -199,7 +202,7 @@ class ModelSwapper:
             return None
         with self._cond:
             retired, self._running_slot = self._running_slot, slot
-            self.model, self._version = slot.model, version
+            self.model, self._version, self.data_steps = slot.model, version, data_steps
             if self._spare is None:  # the planner dropped the retired model in swap_model: updates load into it
                 self._spare = retired
             self._counts["swaps"] += 1
@@ -279,7 +282,7 @@ class ModelSwapper:
                 spare, self._spare = self._spare, None
             t0 = time.perf_counter()
             try:
-                slot = self._verify(ann, spare)
+                slot, data_steps = self._verify(ann, spare)
             except UpdateRefused as exc:
                 self._return_spare(spare)  # written only after every check passed: still unused
                 self._refuse(exc)
@@ -292,7 +295,7 @@ class ModelSwapper:
                 current = max(self._version, self._candidate[1] if self._candidate else -1)
                 fresh = is_newer_version(ann.version, current)
                 if fresh:
-                    replaced, self._candidate = self._candidate, (slot, ann.version)
+                    replaced, self._candidate = self._candidate, (slot, ann.version, data_steps)
                     if replaced is not None and self._spare is None:  # an older candidate never taken
                         self._spare = replaced[0]
             if not fresh:  # a newer one was verified meanwhile
@@ -333,7 +336,8 @@ class ModelSwapper:
             raise UpdateRefused("outside_update_dir", str(exc)) from None
         return real
 
-    def _verify(self, ann: Announcement, spare: Any = None) -> Any:  # noqa: ANN401  (a ModelSlot)
+    def _verify(self, ann: Announcement, spare: Any = None) -> tuple[Any, int | None]:  # noqa: ANN401  (ModelSlot)
+        """(the verified model's slot, the steps of robot data its manifest says it was finetuned on)."""
         from simdist_core.checkpoint import WEIGHTS_FILE, CheckpointRejected, ModelSlot, load_checkpoint, read_manifest
         from simdist_core.models.world_model import WorldModelConfig
 
@@ -365,6 +369,7 @@ class ModelSwapper:
                                        into=spare)
         except CheckpointRejected as exc:
             raise UpdateRefused("invalid", exc.reason) from None
+        steps = finetuned_data_steps(manifest)
         if spare is not None:
-            return spare
-        return ModelSlot(model.requires_grad_(False))  # no spare free (a candidate is still waiting)
+            return spare, steps
+        return ModelSlot(model.requires_grad_(False)), steps  # no spare free (a candidate is still waiting)

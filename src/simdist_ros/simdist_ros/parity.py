@@ -70,6 +70,14 @@ def deployed_planner(robot: str, sets: list[str] | tuple[str, ...] = ()) -> tupl
     return str(values.get("planner_preset", "auto")), overrides
 
 
+def deployed_adapted_tie(robot: str, sets: list[str] | tuple[str, ...] = ()) -> Any:  # noqa: ANN401  (AdaptedTie)
+    """The planner node's tie for adapted models (``adapted_prior_weight``, ``adapted_after_data_steps``)."""
+    from simdist_core.planning.adapted_tie import AdaptedTie
+
+    values = deployed_parameters(robot, "planner", sets)
+    return AdaptedTie(float(values.get("adapted_prior_weight", -1.0)), int(values.get("adapted_after_data_steps", 0)))
+
+
 def deployed_command_ramp_s(robot: str, sets: list[str] | tuple[str, ...] = ()) -> float:
     """The encoder node's ``command_ramp_s`` in the graph (robot YAML, then ``--set encoder.command_ramp_s=S``)."""
     return float(deployed_parameters(robot, "encoder", sets).get("command_ramp_s", 0.0))
@@ -96,7 +104,8 @@ def in_process(task: str, checkpoint: Path, episodes: int, seconds: float, first
                recorder: Any = None, sets: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:  # noqa: ANN401
     """``simdist eval`` of the deployed planner config and command ramp on seeds ``first_seed ..``.
 
-    :func:`deployed_planner` and :func:`deployed_command_ramp_s`, as the graph's nodes run them.
+    :func:`deployed_planner` and :func:`deployed_command_ramp_s`, as the graph's nodes run them, with the tie of
+    :func:`deployed_adapted_tie` for a checkpoint the finetuner node made from enough robot data.
 
     ``recorder`` (``simdist_core.eval.video.EpisodeRecorder``) records episodes for a video, results unchanged.
     Runs on one torch thread, as the planner node does, whatever the caller's count (restored after): a
@@ -108,9 +117,13 @@ def in_process(task: str, checkpoint: Path, episodes: int, seconds: float, first
     import torch
     from simdist_core.checkpoint import load_checkpoint
     from simdist_core.eval.closed_loop import EvalConfig, evaluate
+    from simdist_core.planning.adapted_tie import finetuned_data_steps
 
     model, manifest = load_checkpoint(checkpoint)
     preset, overrides = deployed_planner(model.spec.name, sets)
+    tie = deployed_adapted_tie(model.spec.name, sets)
+    if tie.applies(finetuned_data_steps(manifest)):  # as the planner node sets it for a model finetuned here
+        overrides = {**overrides, "prior_weight": repr(tie.prior_weight)}
     ramp_s = deployed_command_ramp_s(model.spec.name, sets)
     if preset == "auto":  # as the planner node resolves it
         preset = "checkpoint" if isinstance(getattr(manifest, "planner_config", None), dict) else "cpu"

@@ -41,6 +41,7 @@ announcement and at most two models (running + verified candidate) at a time.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 import zlib
@@ -53,6 +54,7 @@ import numpy as np
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
 from rclpy.node import Node
+from simdist_core.planning.adapted_tie import AdaptedTie
 from simdist_core.planning.deadline import SampleBudget, SampleBudgetConfig
 from simdist_core.planning.mppi import episode_noise_seed
 from simdist_core.planning.targets import plan_joint_targets
@@ -103,6 +105,11 @@ class PlannerParams:
     ``auto`` (the stored config if there is one, else the ``cpu`` preset)."""
     planner_overrides: tuple[str, ...]
     """``key=value`` overrides of the chosen planner config (e.g. ``num_samples=64``)."""
+    adapted_prior_weight: float
+    """The tie to the policy prior for a model finetuned on this robot (``adapted_tie.AdaptedTie``); negative =
+    every model keeps the configured ``prior_weight``."""
+    adapted_after_data_steps: int
+    """Steps of this robot's data a swapped-in model must have been finetuned on to get ``adapted_prior_weight``."""
     rollout_every_n: int
     """Publish plan + predicted rollout markers every n ticks (0 = never)."""
     num_rollouts: int
@@ -146,6 +153,10 @@ ROWS = (
         read_only=True,
     ),
     P("planner_overrides", (), "key=value overrides of that planner config, e.g. num_samples=64", read_only=True),
+    P("adapted_prior_weight", -1.0, "prior_weight for a model finetuned on this robot; negative = keep the config's",
+      lo=-1.0, hi=1e9, read_only=True),
+    P("adapted_after_data_steps", 0, "Robot data steps a model must be finetuned on to count as adapted", lo=0,
+      hi=2**31 - 1, read_only=True),
     P("rollout_every_n", 5, "Publish plan + rollout markers every n ticks (0 = never)", lo=0, hi=1000),
     P("num_rollouts", 8, "Sampled rollouts drawn next to the plan, coloured by predicted return", lo=0, hi=64),
     P("diagnostics_period_s", 1.0, "Diagnostics period in seconds", lo=0.05, hi=60.0, read_only=True),
@@ -178,6 +189,8 @@ class PlannerNode(Node):
             model, manifest, params.planner_preset, params.planner_overrides, params.device, params.seed
         )
         self.model_version = str(manifest_get(manifest, "version", "unknown"))
+        self._tie = AdaptedTie(params.adapted_prior_weight, params.adapted_after_data_steps)
+        self._deployed_prior_weight = self.planner.cfg.prior_weight
         self.control_hz = params.control_hz or self.spec.control_hz
         self.period_ns = int(round(1e9 / self.control_hz))
         self.stats = TickStats(1.0 / self.control_hz)
@@ -225,6 +238,7 @@ class PlannerNode(Node):
             event_callbacks=SubscriptionEventCallbacks(deadline=lambda _e: self._count("latent_deadline_missed")),
         )  # fmt: skip
         self.swapper = ModelSwapper(model, manifest, self.get_logger(), params.device, **_update_source(params))
+        self._set_tie(self.swapper.data_steps)  # a checkpoint finetuned here before this start counts too
         if not self.swapper.enabled:
             self.get_logger().warning("update_dir or update_key_file is empty: every model/update will be refused")
         self.create_subscription(String, topics.MODEL_UPDATE, self._on_update, qos.ANNOUNCE, callback_group=io_group)
@@ -307,6 +321,7 @@ class PlannerNode(Node):
         if swapped is not None:
             self.model_version = swapped
             self.get_logger().info(f"hot-swapped model to version {swapped}")
+            self._set_tie(self.swapper.data_steps)
         params = self._tunable.current
         visualise = bool(params.rollout_every_n) and self.stats.ticks % params.rollout_every_n == 0
         action, result = self._decide(now_ns, params)
@@ -318,6 +333,14 @@ class PlannerNode(Node):
         if result is not None and visualise:  # after the command: the sampled rollouts cost one more prediction
             self._publish_plan(result, answered, params)
         self.stats.stop()
+
+    def _set_tie(self, data_steps: int | None) -> None:
+        """The running model's tie to the policy prior: looser once it has been finetuned on enough robot data."""
+        weight = self._tie.prior_weight_for(self._deployed_prior_weight, data_steps)
+        if weight != self.planner.cfg.prior_weight:
+            self.planner.cfg = dataclasses.replace(self.planner.cfg, prior_weight=weight)
+            self.get_logger().info(f"prior_weight {weight:g} for model version {self.model_version} "
+                                   f"(finetuned on {data_steps} steps of robot data)")
 
     def _decide(self, now_ns: int, params: PlannerParams) -> tuple[np.ndarray, Any]:
         latest = self._latest
@@ -425,6 +448,7 @@ class PlannerNode(Node):
             "input_age_s": self._latent_age_s,
             "control_hz": self.control_hz,
             "num_samples": self.planner.cfg.num_samples,
+            "prior_weight": self.planner.cfg.prior_weight,
             **{f"compensated_delay_{d}": n for d, n in enumerate(self._delay_counts)},
             **self._budget_values(),
             **counts,

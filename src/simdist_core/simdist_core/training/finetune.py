@@ -136,6 +136,8 @@ def main(argv: list[str]) -> int:
               "or lower the learning rate.", file=sys.stderr)  # fmt: skip
         return EXIT_GATE_FAILED
     extra = {"gate": report.gate.__dict__, "finetune": result, "code_version": git_describe()}
+    if args.bag is not None:  # the robot's own transitions, as the finetuner node counts them (planning.adapted_tie)
+        extra["data_steps"] = int(dataset.n_steps)
     manifest = write_finetuned(new, args.out, parent, cfg.trainable_parts, extra)
     print(f"wrote {args.out} (version {manifest.version}, parts {list(manifest.parts_changed)}): {report.gate.reason}")
     return 0

@@ -1,0 +1,59 @@
+"""The planner's tie to the frozen policy prior, loosened once the model has learned this robot.
+
+The deployed planner subtracts ``prior_weight`` x a candidate plan's mean squared distance from the policy prior's
+plan (``PlannerConfig.prior_weight``), so MPPI cannot exploit what a model that has never seen this robot gets
+wrong. Dynamics-only finetuning leaves the prior frozen and teaches the dynamics the robot's own transitions; a
+model finetuned on enough of them can be searched harder. Measured on the UR5e's milder stand-in (protocols
+``UR5E_TIE_AFTER_ADAPTING.md`` and ``UR5E_TIE_CONFIRM.md`` under ``bench_results/``): the shipped model inserts
+fewer pegs at tie 500 than at 1000, the live-adapted models at least as many, so the graph may loosen the tie for
+adapted models only.
+
+A model counts as adapted when its manifest says it was finetuned on at least ``after_data_steps`` steps of this
+robot's data (``data_steps``, written by the finetuner node): a model that has seen less than the measured ones is
+not given a tie nobody measured it with.
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class AdaptedTie:
+    """``prior_weight`` for a model finetuned on at least ``after_data_steps`` steps; negative = never loosen."""
+
+    prior_weight: float = -1.0
+    """The tie an adapted model runs with (>= 0), or negative: every model keeps the deployed tie."""
+    after_data_steps: int = 0
+    """Steps of this robot's data a model must have been finetuned on to count as adapted."""
+
+    def __post_init__(self) -> None:
+        if self.prior_weight != self.prior_weight:  # nan
+            raise ValueError("adapted prior_weight is nan")
+        if self.after_data_steps < 0:
+            raise ValueError(f"after_data_steps must be >= 0, got {self.after_data_steps}")
+
+    @property
+    def enabled(self) -> bool:
+        """Whether any model is ever given the looser tie."""
+        return self.prior_weight >= 0.0
+
+    def applies(self, data_steps: int | None) -> bool:
+        """Whether a model finetuned on ``data_steps`` steps of robot data (None: not finetuned) gets the tie."""
+        return self.enabled and data_steps is not None and data_steps >= self.after_data_steps
+
+    def prior_weight_for(self, deployed: float, data_steps: int | None) -> float:
+        """The tie for a model finetuned on ``data_steps`` steps: ``prior_weight`` if it applies, else ``deployed``."""
+        return self.prior_weight if self.applies(data_steps) else deployed
+
+
+def finetuned_data_steps(manifest: Any) -> int | None:  # noqa: ANN401  (a Manifest, or anything without extras)
+    """Steps of robot data the checkpoint was finetuned on (the finetuner's ``data_steps``), or None.
+
+    None for a pretrained checkpoint and for a value that is not a non-negative integer: a malformed count never
+    loosens the tie.
+    """
+    extra = getattr(manifest, "extra", None)
+    steps = extra.get("data_steps") if isinstance(extra, dict) else None
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+        return None
+    return steps
