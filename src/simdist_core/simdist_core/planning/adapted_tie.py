@@ -11,10 +11,11 @@ on the harder shifted peg adapted models insert 0.267 at tie 500 against 0.161 a
 this on by default.
 
 A model counts as adapted when its manifest says it was finetuned on at least ``after_data_steps`` steps of this
-robot's data (``data_steps``, written by the finetuner node): a model that has seen less than the measured ones is
-not given a tie nobody measured it with.
+robot's data (``data_steps``, written by the finetuner node and by ``simdist finetune --bag``): a model that has
+seen less than the measured ones is not given a tie nobody measured it with.
 """
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +30,7 @@ class AdaptedTie:
     """Steps of this robot's data a model must have been finetuned on to count as adapted."""
 
     def __post_init__(self) -> None:
-        if self.prior_weight != self.prior_weight:  # nan
+        if math.isnan(self.prior_weight):
             raise ValueError("adapted prior_weight is nan")
         if self.after_data_steps < 0:
             raise ValueError(f"after_data_steps must be >= 0, got {self.after_data_steps}")
