@@ -17,7 +17,8 @@ from ur5e_tie_after_adapting import LIVE, bench_episodes
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent
-SETS = {"a": ("ur5e/peg_mild_shift", (3, 4, 5)), "b": ("ur5e/peg_shifted", (0, 1, 2))}
+SETS = {"a": ("ur5e/peg_mild_shift", (3, 4, 5)), "b": ("ur5e/peg_shifted", (0, 1, 2)),
+        "c": ("ur5e/peg_shifted", (3, 4, 5))}  # c: UR5E_TIE_SHIFTED_NEW.md
 SHIFTED = ("shifted_s0", "shifted_s1", "shifted_s2")
 MODELS = {"shipped": ROOT / "checkpoints" / "ur5e",
           **{f"live_r{i}": HERE / f"adapted_ur5e_mild_shift_live_r{i}" for i in (1, 2, 3)},
@@ -79,5 +80,19 @@ def read() -> None:
     print(json.dumps({k: v for k, v in out.items() if k not in ("funnel",)}, indent=1))
 
 
+def read_c() -> None:
+    """``UR5E_TIE_SHIFTED_NEW.md``: set c's reading (new episodes of the harder shifted peg)."""
+    arms = {p.stem: json.loads(p.read_text())["episodes"] for p in OUT.glob("c_*.json")}
+    s = {a: [e["success"] for e in eps] for a, eps in arms.items()}
+    adapted = [s[f"c_{m}@500"] for m in SHIFTED]
+    out = {"protocol": "bench_results/UR5E_TIE_SHIFTED_NEW.md", "task": SETS["c"][0], "eval_seeds": list(SETS["c"][1]),
+           "success": {"c_shipped@1000": pooled_ci([s["c_shipped@1000"]]), "c_shifted@500": pooled_ci(adapted),
+                       **{a: round(sum(v) / len(v), 3) for a, v in sorted(s.items())}},
+           "funnel": {a: {k: int(sum(e[k] for e in eps)) for k in FUNNEL} for a, eps in sorted(arms.items())},
+           "shifted500_minus_shipped1000": paired(adapted, [s["c_shipped@1000"]] * 3)}
+    (HERE / "ur5e_tie_shifted_new.json").write_text(json.dumps(out, indent=1) + "\n")
+    print(json.dumps(out, indent=1))
+
+
 if __name__ == "__main__":
-    {"run": lambda: run(sys.argv[2:]), "read": read}[sys.argv[1]]()
+    {"run": lambda: run(sys.argv[2:]), "read": read, "read-c": read_c}[sys.argv[1]]()
