@@ -13,10 +13,11 @@ import sys
 from pathlib import Path
 
 from eval_arms import paired, pooled_ci
+from ur5e_tie_after_adapting import bench_episodes as bench_episode_metrics
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent
-TASK, SECONDS, PLANNER = "ur5e/peg_mild_shift", 15.0, {"prior_weight": "1000"}
+TASK, SECONDS = "ur5e/peg_mild_shift", 15.0
 MODELS = {"shipped": ROOT / "checkpoints" / "ur5e",
           **{f"live_r{i}": HERE / f"adapted_ur5e_mild_shift_live_r{i}" for i in (1, 2, 3)},
           **{f"bench_s{s}": HERE / f"adapted_ur5e_mild_shift_live_schedule_seed{s}" for s in (0, 1, 2)}}
@@ -26,16 +27,7 @@ OUT = HERE / "ur5e_cross_eval"
 
 def bench_episodes(checkpoint: Path) -> list[float]:
     """Success of each of the benchmark's 60 evaluation episodes (seeds 0, 1, 2 x 20), as the benchmark runs them."""
-    from simdist_core.checkpoint import load_checkpoint
-    from simdist_core.eval.adaptation import EVAL_STREAM, episode_seed
-    from simdist_core.eval.closed_loop import EvalConfig, evaluate
-
-    model = load_checkpoint(checkpoint)[0].eval()
-    out = []
-    for seed in BENCH_SEEDS:
-        cfg = EvalConfig(task=TASK, episodes=20, seconds=SECONDS, seed=episode_seed(EVAL_STREAM, seed), preset="cpu")
-        out += [float(e["success"]) for e in evaluate(model, cfg, planner_overrides=PLANNER)["per_episode"]]
-    return out
+    return [e["success"] for e in bench_episode_metrics(checkpoint, "1000", TASK, BENCH_SEEDS)]
 
 
 def demo_episodes(checkpoint: Path) -> list[float]:

@@ -91,8 +91,10 @@ def test_fixed_seed_evaluation_compares_both_models_on_the_same_episodes(tmp_pat
         torch.set_num_threads(caller_threads)
     assert threads_seen == [1, 1], "both models are evaluated on one thread, as the planner node plans"
     assert ev["first_seed"] == demo.EVAL_FIRST_SEED and ev["metric"] == "forward_progress_m"
+    assert ev["torch_threads"] == 1
     for name in ("shipped", "adapted"):
         assert [e["duration_s"] <= 0.2 + 1e-9 for e in ev[name]["per_episode"]] == [True, True]
+        assert ev[name]["planner_overrides"] == {"prior_weight": "100"}  # the Go2 graph's planner, for both models
     if "adapted_over_shipped" in ev:  # a random tiny model may walk backwards: then there is no ratio
         low, high = ev["adapted_over_shipped"][1:]
         assert low <= ev["adapted_over_shipped"][0] <= high

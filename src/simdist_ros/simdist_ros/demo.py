@@ -298,16 +298,18 @@ def fixed_seed_evaluation(task: str, shipped: Path, adapted: Path, episodes: int
     video_cfg = video_cfg or VideoConfig(width=480, height=270)
     recorders = {name: EpisodeRecorder(video_cfg, label=f"{task}  {label}") if video else None
                  for name, label in (("shipped", "shipped model"), ("adapted", f"adapted ({adapted.name})"))}
-    runs = {name: in_process(task, path, episodes, seconds, EVAL_FIRST_SEED, recorders[name])["per_episode"]
-            for name, path in (("shipped", shipped), ("adapted", adapted))}
+    results = {name: in_process(task, path, episodes, seconds, EVAL_FIRST_SEED, recorders[name])
+               for name, path in (("shipped", shipped), ("adapted", adapted))}
+    runs = {name: result["per_episode"] for name, result in results.items()}
     values = {name: episode_values(eps, task) for name, eps in runs.items()}
     out: dict[str, Any] = {"task": task, "episodes": episodes, "seconds": seconds, "first_seed": EVAL_FIRST_SEED,
-                           "metric": EPISODE_METRIC[task.split("/")[0]],
-                           "adapted_checkpoint": str(adapted), "torch_threads": 1}  # in_process: one thread
+                           "metric": EPISODE_METRIC[task.split("/")[0]], "adapted_checkpoint": str(adapted),
+                           "torch_threads": results["shipped"]["torch_threads"]}
     for name, eps in runs.items():
         summary = episode_summary(eps, task)
         out[name] = {"metric_mean": summary["metric_mean"], "metric_ci95": summary["metric_ci95"],
-                     "falls": summary["falls"], "per_episode": eps}
+                     "falls": summary["falls"], "planner_overrides": results[name]["planner_overrides"],
+                     "per_episode": eps}
     try:
         ratio, low, high = paired_ratio_ci(values["adapted"], values["shipped"])
         out["adapted_over_shipped"] = [round(ratio, 3), round(low, 3), round(high, 3)]
