@@ -107,6 +107,11 @@ CASES = [
     (["demo", "--robot", "ur5"], "'ur5'", "did you mean 'ur5e'?"),
     (["demo", "--minutes", "0"], "--minutes 0", None),
     (["demo", "--eval-episodes", "-1"], "--eval-episodes -1", None),
+    (["demo", "--set", "planner.adapted_prior_wieght=500"], "'adapted_prior_wieght'",
+     "did you mean 'adapted_prior_weight'?"),
+    (["demo", "--set", "planner.adapted_prior_weight=lots"], "adapted_prior_weight='lots' is not a float", None),
+    (["demo", "--set", "sim_robot.lockstep=true"], "use the demo's --lockstep option", None),
+    (["demo", "--no-adapt", "--set", "finetuner.cpu_duty=0.5"], "finetuner", None),
 ]
 
 

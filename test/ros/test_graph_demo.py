@@ -176,3 +176,29 @@ def test_loop_health_names_the_hypervisor_when_it_took_cpu_from_a_slowed_run():
 def test_rtf_floor_above_the_rtf_is_refused(capsys):
     assert demo.main(["--rtf", "0.5", "--rtf-floor", "0.75"]) == 2
     assert "--rtf-floor 0.75 is above --rtf 0.5" in capsys.readouterr().err
+
+
+def test_set_pairs_reach_the_graphs_nodes_typed_beside_the_demos_clock_options():
+    args = demo._parse(["--rtf", "0.5", "--rtf-floor", "0.2", "--set", "planner.adapted_prior_weight=500",
+                        "--set", "encoder.command_ramp_s=4"])
+    launch = demo.launch_arguments(args, "go2/foam", demo.Path("checkpoints/go2"), demo.Path("runs/x"))
+    params = demo.node_parameters(args, launch)
+    assert params["planner"] == {"adapted_prior_weight": 500.0}  # an int for a float row, typed as the node declares
+    assert isinstance(params["planner"]["adapted_prior_weight"], float)
+    assert params["encoder"] == {"command_ramp_s": 4.0}
+    assert params["sim_robot"] == {"real_time_factor": 0.5, "lockstep": False, "real_time_factor_floor": 0.2}
+    assert "finetuner" not in params and launch["adapt"] == "true"
+
+
+def test_fixed_seed_evaluation_runs_the_planner_and_ramp_the_set_pairs_gave_the_graph(tmp_path):
+    from node_harness import tiny_world_model
+    from simdist_core.checkpoint import save_checkpoint
+
+    shipped, adapted = tmp_path / "shipped", tmp_path / "v0003"
+    save_checkpoint(shipped, tiny_world_model("go2", seed=0), version=1)
+    save_checkpoint(adapted, tiny_world_model("go2", seed=1), version=3)
+    sets = ["planner.planner_overrides=[prior_weight=10]", "encoder.command_ramp_s=2.0"]
+    ev = demo.fixed_seed_evaluation("go2/flat", shipped, adapted, episodes=1, seconds=0.1, sets=sets)
+    assert ev["set"] == sets and ev["command_ramp_s"] == 2.0
+    for name in ("shipped", "adapted"):
+        assert ev[name]["planner_overrides"] == {"prior_weight": "10"}  # the parameter file's 100, replaced

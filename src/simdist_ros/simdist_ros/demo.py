@@ -161,11 +161,46 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--eval-episodes", type=int, default=10,
                    help="after the run: the shipped and the last adapted model on this many fixed episodes "
                         "(seeds 1001..), in-process, adapted / shipped with a 95 %% interval; 0 = skip")
+    p.add_argument("--set", action="append", default=[], metavar="NODE.NAME=VALUE",
+                   help="a node parameter over the robot's parameter file, checked against what the node declares "
+                        "(repeatable; e.g. planner.adapted_prior_weight=500.0, encoder.command_ramp_s=4.0); the "
+                        "fixed-episode evaluation runs the planner and command ramp these give the graph")
     p.add_argument("--video", nargs="?", const=Path(), type=Path, metavar="PATH.mp4",
                    help="also render the first fixed episode (seed 1001) of the shipped and the adapted model side by "
                         "side, with each plan's predicted path (.mp4 H.264 or .gif; default: shipped_vs_adapted.mp4 "
                         "in the run folder). Rendered after the evaluation: its figures are unchanged")
     return p.parse_args(argv)
+
+
+def launch_arguments(args: argparse.Namespace, task: str, checkpoint: Path, out: Path) -> dict[str, str]:
+    """The graph's launch arguments for this run."""
+    return {"sim": "true", "task": task, "checkpoint": str(checkpoint), "output_dir": str(out),
+            "adapt": "false" if args.no_adapt else "true"}
+
+
+DEMO_OPTIONS = {"real_time_factor": "--rtf", "lockstep": "--lockstep", "real_time_factor_floor": "--rtf-floor"}
+"""Sim robot parameters the demo sets from its own options (``--set`` may not set them a second way)."""
+
+
+def node_parameters(args: argparse.Namespace, launch: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """Per-node parameters of the run: the sim robot's clock options, then ``--set`` pairs, checked and typed.
+
+    Raises:
+        UsageError: a pair that is not ``NODE.NAME=VALUE``, a node this run does not start (``--no-adapt``
+            starts no finetuner), a parameter the node does not declare, a value of the wrong type or range,
+            or a sim robot clock parameter that has a demo option of its own.
+    """
+    from simdist_ros.cli_checks import check_node_parameters
+    from simdist_ros.graph import load_graph
+    from simdist_ros.soak import node_overrides
+
+    for pair in args.set:
+        node, _, name = pair.partition("=")[0].partition(".")
+        if node == "sim_robot" and name in DEMO_OPTIONS:
+            raise UsageError(f"--set {pair!r}: use the demo's {DEMO_OPTIONS[name]} option")
+    parameters = node_overrides(args.set, args.rtf)
+    parameters["sim_robot"].update(lockstep=args.lockstep, real_time_factor_floor=args.rtf_floor)
+    return check_node_parameters(load_graph(args.robot), launch, parameters)
 
 
 def validate(args: argparse.Namespace) -> tuple[str, Path]:
@@ -281,11 +316,13 @@ def loop_health(robot: dict[str, str], planner: dict[str, str], rtf: float, rtf_
 
 
 def fixed_seed_evaluation(task: str, shipped: Path, adapted: Path, episodes: int, seconds: float,
-                          video: Path | None = None, video_cfg: Any = None) -> dict[str, Any]:  # noqa: ANN401
+                          video: Path | None = None, video_cfg: Any = None,  # noqa: ANN401
+                          sets: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
     """The shipped and the adapted checkpoint on the same fixed episodes, in-process; adapted / shipped [95 % CI].
 
     The demo's before/after windows are a minute of randomly drawn commands each; this is the same
-    comparison on fixed seeds, as ``simdist bench adaptation`` and ``simdist bench parity`` measure.
+    comparison on fixed seeds, as ``simdist bench adaptation`` and ``simdist bench parity`` measure, with
+    the planner and command ramp the graph ran (its parameter file, then the run's ``--set`` pairs ``sets``).
     With ``video``, the first episode (seed ``EVAL_FIRST_SEED``) of both models is rendered side by side
     into that file (``video_cfg``: a core ``VideoConfig``, default 480x270 per side); the figures are
     those of the same evaluation without it.
@@ -298,13 +335,14 @@ def fixed_seed_evaluation(task: str, shipped: Path, adapted: Path, episodes: int
     video_cfg = video_cfg or VideoConfig(width=480, height=270)
     recorders = {name: EpisodeRecorder(video_cfg, label=f"{task}  {label}") if video else None
                  for name, label in (("shipped", "shipped model"), ("adapted", f"adapted ({adapted.name})"))}
-    results = {name: in_process(task, path, episodes, seconds, EVAL_FIRST_SEED, recorders[name])
+    results = {name: in_process(task, path, episodes, seconds, EVAL_FIRST_SEED, recorders[name], sets)
                for name, path in (("shipped", shipped), ("adapted", adapted))}
     runs = {name: result["per_episode"] for name, result in results.items()}
     values = {name: episode_values(eps, task) for name, eps in runs.items()}
     out: dict[str, Any] = {"task": task, "episodes": episodes, "seconds": seconds, "first_seed": EVAL_FIRST_SEED,
                            "metric": EPISODE_METRIC[task.split("/")[0]], "adapted_checkpoint": str(adapted),
-                           "torch_threads": results["shipped"]["torch_threads"]}
+                           "torch_threads": results["shipped"]["torch_threads"],
+                           "command_ramp_s": results["shipped"]["command_ramp_s"], "set": list(sets)}
     for name, eps in runs.items():
         summary = episode_summary(eps, task)
         out[name] = {"metric_mean": summary["metric_mean"], "metric_ci95": summary["metric_ci95"],
@@ -402,11 +440,8 @@ def main(argv: list[str]) -> int:
 
     demo = DEMOS[args.robot]
     out = (args.output_dir or Path("runs") / time.strftime(f"demo-{args.robot}-%Y%m%d-%H%M%S", time.gmtime())).resolve()
-    launch_args = {"sim": "true", "task": task, "checkpoint": str(checkpoint), "output_dir": str(out),
-                   "adapt": "false" if args.no_adapt else "true"}
-    graph = GraphProcess(load_graph(args.robot), launch_args, log_dir=out / "logs",
-                         parameters={"sim_robot": {"real_time_factor": args.rtf, "lockstep": args.lockstep,
-                                                   "real_time_factor_floor": args.rtf_floor}})
+    launch = launch_arguments(args, task, checkpoint, out)
+    graph = GraphProcess(load_graph(args.robot), launch, log_dir=out / "logs", parameters=node_parameters(args, launch))
     governed_floor = 0.0 if args.lockstep else args.rtf_floor  # lockstep already slows sim time to the loop's
     prog = Progress(kind=demo["progress"])
     listener = _listen(prog)
@@ -449,8 +484,10 @@ def main(argv: list[str]) -> int:
                "lockstep": args.lockstep, "adapt": not args.no_adapt, "sim_time_s": prog.sim_time_s,
                "progress_total": prog.total, "unit": demo["unit"], "adaptation": phases, "swaps": prog.swaps,
                "planner": prog.planner, "finetuner": prog.finetuner, "robot_diagnostics": prog.robot,
-               "planner_deployed": dict(zip(("preset", "overrides"), deployed_planner(args.robot), strict=True)),
-               "command_ramp_s": deployed_command_ramp_s(args.robot),
+               "set": list(args.set),
+               "planner_deployed": dict(zip(("preset", "overrides"), deployed_planner(args.robot, args.set),
+                                            strict=True)),
+               "command_ramp_s": deployed_command_ramp_s(args.robot, args.set),
                "exit_codes": codes, "machine": {**procmem.machine_info(), "cpu_during_run": cpu},
                "loop": loop_health(prog.robot, prog.planner, args.rtf, governed_floor, cpu)}
     print(_line(prog, demo["unit"]))
@@ -466,7 +503,7 @@ def main(argv: list[str]) -> int:
               f"{args.eval_episodes} fixed episodes each, in-process", flush=True)
         video = None if args.video is None else args.video if args.video != Path() else out / "shipped_vs_adapted.mp4"
         summary["fixed_seed_evaluation"] = fixed_seed_evaluation(task, checkpoint, adapted, args.eval_episodes,
-                                                                 demo["eval_seconds"], video)
+                                                                 demo["eval_seconds"], video, sets=args.set)
         print(_evaluation_lines(summary["fixed_seed_evaluation"], demo["unit"]))
         if video is not None:
             print(f"simdist demo: wrote {video} (seed {EVAL_FIRST_SEED}: shipped left, adapted right)")
