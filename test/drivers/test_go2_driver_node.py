@@ -150,14 +150,14 @@ def test_driver_node_topics_services_and_estop(graph):
     # Malformed commands (wrong length, NaN) are dropped and counted: never sent, never an e-stop (the watchdog
     # then holds and damps as for any missing command).
     cmd_pub.publish(Float64MultiArray(data=[0.0] * 5))
-    assert _wait(lambda: driver.bad_commands == 1)
+    assert _wait(lambda: driver.inputs.bad_commands == 1)
     cmd_pub.publish(Float64MultiArray(data=[*action[:11], float("nan")]))
-    assert _wait(lambda: driver.bad_commands == 2)
+    assert _wait(lambda: driver.inputs.bad_commands == 2)
     assert driver.controller.safety.estop_reason is None
     assert np.all(np.isfinite(sim.stats()["cmds"][-1][:, 1])), "no NaN target reached the motors"
     # A best-effort publisher cannot reach the reliable reader: the driver counts and logs it.
     peer.create_publisher(Float64MultiArray, topics.COMMAND, qos.SENSOR)
-    assert _wait(lambda: driver.incompatible_publishers >= 1)
+    assert _wait(lambda: driver.inputs.incompatible_publishers >= 1)
 
     estop_pub.publish(Bool(data=True))
     assert _wait(lambda: driver.controller.last_sent.mode is Mode.ESTOP)

@@ -89,11 +89,11 @@ def test_driver_node_with_the_mujoco_arm():
         # NaN and wrong-length commands are dropped and counted; the arm keeps its mode.
         for i, bad in enumerate(([0.0, float("nan"), 0.0, 0.0], [0.0] * 3, [0.0] * 12), start=1):
             cmd_pub.publish(Float64MultiArray(data=bad))  # one at a time: the driver keeps only the newest
-            assert _wait(lambda i=i: driver.bad_commands == i), bad
+            assert _wait(lambda i=i: driver.inputs.bad_commands == i), bad
         assert driver.controller.mode in (ArmMode.ACTIVE, ArmMode.HOLD, ArmMode.STOPPED)
         # A best-effort publisher cannot reach a reliable reader: counted and logged, not silent.
         peer.create_publisher(Float64MultiArray, topics.COMMAND, qos.SENSOR)
-        assert _wait(lambda: driver.incompatible_publishers >= 1)
+        assert _wait(lambda: driver.inputs.incompatible_publishers >= 1)
 
         # odom carries the TCP pose the encoder reads: the sim's tcp site through the same kinematics.
         assert odoms and odoms[-1].child_frame_id == "tcp"

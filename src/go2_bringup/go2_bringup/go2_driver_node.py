@@ -25,16 +25,16 @@ from dataclasses import dataclass
 from diagnostic_msgs.msg import DiagnosticArray
 from nav_msgs.msg import Odometry
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
 from sensor_msgs.msg import Imu, JointState
 from simdist_core.robots import GO2
 from simdist_core.sim import go2_constants as gc
 from simdist_core.sim.go2_lowlevel import Go2LowLevel, LowLevelConfig
+from simdist_ros.driver_inputs import DriverInputs
 from simdist_ros.params import P, declare_table
 from simdist_ros.robot_tf import RobotTf
 from simdist_ros.runtime import run_node
-from std_msgs.msg import Bool, Float64MultiArray
+from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 
 from go2_bringup.constants import joint_limits_rad
@@ -133,15 +133,11 @@ class Go2DriverNode(Node):
         self.loop = ControlLoop(self.controller)
         self.odometry = LegOdometry(EstimatorConfig(contact_threshold=p.contact_threshold))
         self._odom_last_s: float | None = None
-        self.bad_commands = 0
-        self.incompatible_publishers = 0
 
         inputs = MutuallyExclusiveCallbackGroup()
         outputs = MutuallyExclusiveCallbackGroup()
-        self.create_subscription(Float64MultiArray, topics.COMMAND, self._on_command, qos.DRIVER_COMMAND,
-                                 callback_group=inputs,
-                                 event_callbacks=SubscriptionEventCallbacks(incompatible_qos=self._on_incompatible))
-        self.create_subscription(Bool, topics.ESTOP, self._on_estop, 10, callback_group=inputs)
+        self.inputs = DriverInputs(self, GO2.action_dim, self.controller.set_action, self._mode,
+                                   self.controller.estop, inputs)
         for name, handler in (("estop", self._srv_estop), ("reset_estop", self._srv_reset),
                               ("stand_up", self._srv_stand_up), ("lie_down", self._srv_lie_down)):
             self.create_service(Trigger, name, handler, callback_group=inputs)
@@ -158,27 +154,9 @@ class Go2DriverNode(Node):
         self.loop.start()
         self.get_logger().info("Go2 driver running: robot is DAMPED; call the stand_up service to stand")
 
-    # ---- inputs -------------------------------------------------------------------------------------------
-    def _on_command(self, msg: Float64MultiArray) -> None:
-        try:
-            action = msgs.command_to_array(msg, GO2.action_dim)
-            if not self.controller.set_action(action):
-                self.get_logger().warning("joint_command ignored in mode "
-                                       f"{self.controller.safety.mode(self.controller.clock()).value}",
-                                       throttle_duration_sec=1.0)
-        except ValueError as exc:  # MessageError is a ValueError: hold the last good command
-            self.bad_commands += 1
-            self.get_logger().error(f"bad joint_command dropped ({self.bad_commands} so far): {exc}",
-                                    throttle_duration_sec=1.0)
-
-    def _on_incompatible(self, event: object) -> None:
-        self.incompatible_publishers += 1
-        self.get_logger().error(f"a joint_command publisher offers QoS this driver cannot take ({event}); its "
-                                "commands never arrive: publish reliable (the ROS default)")
-
-    def _on_estop(self, msg: Bool) -> None:
-        if msg.data:
-            self.controller.estop("estop topic")
+    # ---- services ----------------------------------------------------------------------------------------
+    def _mode(self) -> str:
+        return self.controller.safety.mode(self.controller.clock()).value
 
     def _srv_estop(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         self.controller.estop("estop service")
@@ -230,7 +208,8 @@ class Go2DriverNode(Node):
         values = {"mode": mode, "estop_reason": reason or "", "ticks": c.ticks, "loop_errors": self.loop.errors,
                   "loop_fail_safe_errors": self.loop.fail_safe_errors,
                   "loop_overruns": self.loop.overruns, "ignored_commands": c.safety.ignored_commands,
-                  "bad_commands": self.bad_commands, "incompatible_command_publishers": self.incompatible_publishers,
+                  "bad_commands": self.inputs.bad_commands,
+                  "incompatible_command_publishers": self.inputs.incompatible_publishers,
                   "fail_safe_commands": c.fail_safe_commands, "fail_safe_write_errors": c.fail_safe_write_errors,
                   **{f"sdk_{k}": v for k, v in self.bridge.stats.items()},
                   **{f"clamped_{k}": v for k, v in c.clamp_counts.items()}}

@@ -26,16 +26,16 @@ from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import WrenchStamped
 from nav_msgs.msg import Odometry
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from simdist_core.robots import UR5E
 from simdist_core.sim.ur5e import LowLevelConfig
 from simdist_core.sim.ur5e_constants import ARM_JOINTS
+from simdist_ros.driver_inputs import DriverInputs
 from simdist_ros.params import P, declare_table
 from simdist_ros.robot_tf import RobotTf
 from simdist_ros.runtime import run_node
-from std_msgs.msg import Bool, Float64MultiArray
+from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 
 from simdist_ros import msgs, qos, topics
@@ -131,13 +131,9 @@ class Ur5eDriverNode(Node):
         self.controller = Ur5eController(control, self.backend, lowlevel)
         self.controller.tick()  # first state before any command arrives
         self.loop = ArmLoop(self.controller)
-        self.bad_commands = 0
-        self.incompatible_publishers = 0
         inputs, outputs = MutuallyExclusiveCallbackGroup(), MutuallyExclusiveCallbackGroup()
-        self.create_subscription(Float64MultiArray, topics.COMMAND, self._on_command, qos.DRIVER_COMMAND,
-                                 callback_group=inputs,
-                                 event_callbacks=SubscriptionEventCallbacks(incompatible_qos=self._on_incompatible))
-        self.create_subscription(Bool, topics.ESTOP, self._on_estop, 10, callback_group=inputs)
+        self.inputs = DriverInputs(self, UR5E.action_dim, self.controller.set_action,
+                                   lambda: self.controller.mode.value, self.controller.estop, inputs)
         self.create_service(Trigger, "estop", self._srv_estop, callback_group=inputs)
         self.create_service(Trigger, "reset_estop", self._srv_reset, callback_group=inputs)
         self.create_service(Trigger, "enable", self._srv_enable, callback_group=inputs)
@@ -151,25 +147,6 @@ class Ur5eDriverNode(Node):
         self.create_timer(1.0 / p.publish_hz, self._publish, callback_group=outputs)
         self.create_timer(1.0, self._diagnostics, callback_group=outputs)
         self.loop.start()
-
-    def _on_command(self, msg: Float64MultiArray) -> None:
-        try:
-            if not self.controller.set_action(msgs.command_to_array(msg, UR5E.action_dim)):
-                self.get_logger().warning(f"joint_command ignored in mode {self.controller.mode.value}",
-                                          throttle_duration_sec=1.0)
-        except ValueError as exc:
-            self.bad_commands += 1
-            self.get_logger().error(f"bad joint_command dropped ({self.bad_commands} so far): {exc}",
-                                    throttle_duration_sec=1.0)
-
-    def _on_incompatible(self, event: object) -> None:
-        self.incompatible_publishers += 1
-        self.get_logger().error(f"a joint_command publisher offers QoS this driver cannot take ({event}); its "
-                                "commands never arrive: publish reliable (the ROS default)")
-
-    def _on_estop(self, msg: Bool) -> None:
-        if msg.data:
-            self.controller.estop("estop topic")
 
     def _srv_estop(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         self.controller.estop("estop service")
@@ -209,11 +186,11 @@ class Ur5eDriverNode(Node):
             "warn" if c.mode in (ArmMode.HOLD, ArmMode.STOPPED, ArmMode.DISABLED) else "ok")
         values = {"mode": c.mode.value, "estop_reason": c.estop_reason or "", "ticks": c.ticks,
                   "loop_errors": self.loop.errors, "loop_overruns": self.loop.overruns,
-                  "ignored_commands": c.ignored_commands, "bad_commands": self.bad_commands,
+                  "ignored_commands": c.ignored_commands, "bad_commands": self.inputs.bad_commands,
                   "servo_refusals": c.servo_refusals, "bad_states": c.bad_states,
                   "fail_safe_stops": c.fail_safe_stops, "fail_safe_errors": c.fail_safe_errors,
                   "loop_fail_safe_errors": self.loop.fail_safe_errors,
-                  "incompatible_command_publishers": self.incompatible_publishers,
+                  "incompatible_command_publishers": self.inputs.incompatible_publishers,
                   **{f"clamped_{k}": v for k, v in c.clamp_counts.items()}}
         status = msgs.make_status("ur5e_driver", level, c.estop_reason or c.mode.value, values, hardware_id="ur5e")
         self._diag_pub.publish(msgs.make_diagnostics([status], self.get_clock().now().nanoseconds))
