@@ -9,6 +9,7 @@ import rclpy
 from go2_bringup.height_map_node import HeightMapNode, cloud_to_xyz, rpy_to_rotmat
 from nav_msgs.msg import Odometry
 from rclpy.executors import MultiThreadedExecutor
+from rclpy.parameter import Parameter
 from sensor_msgs.msg import Image, PointCloud2, PointField
 from simdist_core.robots import GO2
 
@@ -37,10 +38,12 @@ def test_cloud_parsing_and_rotation_helpers():
     np.testing.assert_allclose(rpy_to_rotmat(0.0, 0.0, np.pi / 2) @ [1, 0, 0], [0, 1, 0], atol=1e-12)
 
 
-def test_node_publishes_the_flat_ground_map():
+def test_node_publishes_the_flat_ground_map_and_stops_when_odometry_stops():
     context = rclpy.Context()
     rclpy.init(context=context)
-    node = HeightMapNode(context=context)
+    # Odometry may age 1 s, not the default 0.2 s: on a loaded 2-core machine the busy-spinning executor can hold
+    # the odometry callback back that long, and this test is about the map, not about the machine.
+    node = HeightMapNode(context=context, parameter_overrides=[Parameter("max_odom_age_s", value=1.0)])
     peer = rclpy.create_node("peer", context=context)
     executor = MultiThreadedExecutor(num_threads=2, context=context)
     executor.add_node(node)
@@ -68,6 +71,16 @@ def test_node_publishes_the_flat_ground_map():
         grid = msgs.height_map_to_array(maps[-1], GO2.height_map_shape)
         np.testing.assert_allclose(grid, 0.05 - 0.35, atol=1e-5)
         assert node.bad_clouds == 0
+        # Without fresh odometry the node publishes nothing (a stale pose would place the map wrongly).
+        stop = time.monotonic()
+        while time.monotonic() < stop + 1.5:
+            cloud_pub.publish(_make_cloud(ground))
+            time.sleep(0.05)
+        published = len(maps)
+        while time.monotonic() < stop + 3.0:
+            cloud_pub.publish(_make_cloud(ground))
+            time.sleep(0.05)
+        assert len(maps) == published, "a height map was published from odometry older than max_odom_age_s"
     finally:
         executor.shutdown()
         thread.join(timeout=10)
