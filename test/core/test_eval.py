@@ -89,3 +89,27 @@ def test_action_delay_applies_each_plan_that_many_steps_later(delay):
                 on_step=lambda obs, action, result: executed.append(float(action[0])))
     planned = [0.01 * (i + 1) for i in range(6)]
     assert executed == pytest.approx([0.0] * delay + planned[: 6 - delay])  # the default pose until then
+
+
+class _CommittedRecorder(_CountingPlanner):
+    """The counting planner, also keeping the ``committed`` actions each plan was given."""
+
+    def __init__(self):
+        super().__init__()
+        self.committed = []
+
+    def plan(self, model_input, committed=None):
+        self.committed.append(None if committed is None else [round(float(a), 4) for a in committed[:, 0]])
+        return super().plan(model_input)
+
+
+@pytest.mark.parametrize(("delay", "latency"), [(0, 2), (1, 1), (2, 0)])
+def test_compensation_counts_the_robots_own_latency_with_the_actions_in_flight(delay, latency):
+    planner = _CommittedRecorder()
+    run_episode(make_env("go2/flat"), planner, seed=0, max_steps=5, action_delay=delay, compensate_delay=True,
+                robot_latency_steps=latency)
+    # Each plan starts from the last delay + latency actions sent (oldest first), the default pose before the first.
+    assert planner.committed == [[0.0, 0.0], [0.0, 0.01], [0.01, 0.02], [0.02, 0.03], [0.03, 0.04]]
+    without = _CommittedRecorder()
+    run_episode(make_env("go2/flat"), without, seed=0, max_steps=2, robot_latency_steps=latency)
+    assert without.committed == [None, None], "the latency is only read when compensating"

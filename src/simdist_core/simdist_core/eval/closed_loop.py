@@ -50,6 +50,9 @@ class EvalConfig:
     compensate_delay: bool = False
     """Plan for the state the action will act on: the planner starts every candidate with the actions already in
     flight (``MPPIPlanner.plan_latent``'s ``committed``), as the planner node does with its measured delay."""
+    robot_latency_steps: int = 0
+    """Control periods the robot takes to apply a command (a UR5e task's ``shift.latency_steps``); with
+    ``compensate_delay`` the actions sent in those periods count as in flight too (told here, measured on a robot)."""
     command_ramp_s: float = 0.0
     """Ramp the velocity command the planner sees from rest to the task's over this long (Go2 only; 0: at once),
     as the encoder node's ``command_ramp_s`` does in the live graph (``simdist_core.planning.command_ramp``)."""
@@ -61,6 +64,8 @@ class EvalConfig:
             raise ValueError(f"seconds must be >= 0, got {self.seconds=}")
         if self.action_delay < 0:
             raise ValueError(f"action_delay must be >= 0, got {self.action_delay=}")
+        if self.robot_latency_steps < 0:
+            raise ValueError(f"robot_latency_steps must be >= 0, got {self.robot_latency_steps=}")
         if not self.command_ramp_s >= 0:  # also catches NaN
             raise ValueError(f"command_ramp_s must be >= 0, got {self.command_ramp_s=}")
 
@@ -135,7 +140,8 @@ def evaluate(
         hooks = recorder.hooks(env, cfg.seed + i) if recorder is not None and recorder.wants(i) else {}
         episodes.append(run_episode(env, planner, seed=cfg.seed + i, max_steps=max_steps,
                                     action_delay=cfg.action_delay, compensate_delay=cfg.compensate_delay,
-                                    command_ramp_s=cfg.command_ramp_s, **hooks))
+                                    command_ramp_s=cfg.command_ramp_s, robot_latency_steps=cfg.robot_latency_steps,
+                                    **hooks))
         log.info("episode %d/%d: %s", i + 1, cfg.episodes, episodes[-1].metrics)
     wall_s = time.perf_counter() - start
     summary = summarise(episodes)
@@ -146,7 +152,8 @@ def evaluate(
         "per_episode": [ep.metrics for ep in episodes],
         "planner": to_dict(planner.cfg), "preset": cfg.preset, "env_overrides": dict(env_overrides or {}),
         "action_delay": cfg.action_delay,
-        "compensate_delay": cfg.compensate_delay, "command_ramp_s": cfg.command_ramp_s,
+        "compensate_delay": cfg.compensate_delay, "robot_latency_steps": cfg.robot_latency_steps,
+        "command_ramp_s": cfg.command_ramp_s,
         "plan_ms_p50": summary["plan_ms_p50"], "plan_ms_p99": summary["plan_ms_p99"],
         "fallbacks": int(summary["fallbacks"]), "wall_s": wall_s, "sim_s": sim_s,
         "real_time_factor": sim_s / wall_s if wall_s > 0 else float("nan"), "torch_threads": torch.get_num_threads(),
@@ -185,6 +192,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--compensate-delay", action="store_true",
                         help="plan for the state the action will act on: every candidate starts with the actions "
                              "already in flight (what the planner node does with the delay it measures)")
+    parser.add_argument("--robot-latency-steps", type=int, default=0, metavar="N",
+                        help="with --compensate-delay: the robot's own command latency in control periods (a UR5e "
+                             "task's shift.latency_steps); the actions sent in them count as in flight too")
     parser.add_argument("--command-ramp-s", type=float, default=0.0, metavar="SECONDS",
                         help="ramp the velocity command the planner sees from rest to the task's over this long "
                              "(Go2; what the encoder node's command_ramp_s does in the live graph)")
@@ -238,12 +248,16 @@ def validate(args: argparse.Namespace) -> tuple[EvalConfig, dict[str, str], dict
     check_positive("--episodes", args.episodes)
     check_positive("--seconds", args.seconds, allow_zero=True)
     check_positive("--action-delay", args.action_delay, allow_zero=True)
+    check_positive("--robot-latency-steps", args.robot_latency_steps, allow_zero=True)
+    if args.robot_latency_steps and not args.compensate_delay:
+        raise UsageError("--robot-latency-steps only counts with --compensate-delay")
     check_positive("--command-ramp-s", args.command_ramp_s, allow_zero=True)
     env_overrides, planner_overrides = parse_overrides(args.env_set), parse_overrides(args.planner_set)
     try:
         cfg = EvalConfig(task=args.task, episodes=args.episodes, seconds=args.seconds, seed=args.seed,
                          preset=args.preset, action_delay=args.action_delay,
-                         compensate_delay=args.compensate_delay, command_ramp_s=args.command_ramp_s)
+                         compensate_delay=args.compensate_delay, command_ramp_s=args.command_ramp_s,
+                         robot_latency_steps=args.robot_latency_steps)
         task_config(args.task, env_overrides)  # task id, keys and values, without building the simulator
         ramp_for(get_robot(args.task.split("/")[0]), args.command_ramp_s)  # only a velocity command ramps
     except (KeyError, ValueError) as exc:

@@ -76,6 +76,7 @@ def run_episode(
     action_delay: int = 0,
     compensate_delay: bool = False,
     command_ramp_s: float = 0.0,
+    robot_latency_steps: int = 0,
 ) -> EpisodeStats:
     """Run one planner-controlled episode.
 
@@ -94,8 +95,13 @@ def run_episode(
         action_delay: control periods between an observation and the step its action acts on (0: the
             action acts on the state it was planned from). A live graph whose command misses its step
             has delay 1; the steps before the first delayed action hold the default pose (zeros).
-        compensate_delay: pass the planner the ``action_delay`` actions already in flight (``committed``, oldest
-            first), so it plans the action for the state it will act on (``MPPIPlanner.plan_latent``).
+        compensate_delay: pass the planner the ``action_delay`` + ``robot_latency_steps`` actions already in
+            flight (``committed``, oldest first), so it plans the action for the state it will act on
+            (``MPPIPlanner.plan_latent``).
+        robot_latency_steps: control periods the robot itself takes to apply a command (its actuator latency,
+            which the env simulates, e.g. a UR5e task's ``shift.latency_steps``); only ``compensate_delay``
+            reads it: the action sent now meets the state after the actions sent in those periods. On a robot
+            it is measured (``executed_command`` against the commands sent), not told.
         command_ramp_s: ramp the velocity command the planner sees from rest to the task's over this long
             (``simdist_core.planning.command_ramp``; 0: the task's command at once). The observations the
             planner, ``on_reset`` and ``on_step`` get carry the ramped command, as the live graph's encoder
@@ -106,9 +112,14 @@ def run_episode(
     """
     if exploration_std > 0 and rng is None:
         raise ValueError("run_episode: exploration_std > 0 needs an rng")
-    if action_delay < 0:
-        raise ValueError(f"run_episode: action_delay must be >= 0, got {action_delay}")
+    if action_delay < 0 or robot_latency_steps < 0:
+        raise ValueError(f"run_episode: action_delay and robot_latency_steps must be >= 0, got {action_delay}, "
+                         f"{robot_latency_steps}")
     in_flight: deque[np.ndarray] = deque()
+    # The actions sent in the last ``lookahead`` periods act on the steps before this tick's action can; the robot's
+    # own latency queue starts with the default pose (zeros), as ``waiting`` below does.
+    lookahead = action_delay + robot_latency_steps if compensate_delay else 0
+    sent: deque[np.ndarray] = deque(maxlen=max(lookahead, 1))
     history = ObservationHistory(env.spec)
     obs = env.reset(seed=seed)
     ramp = ramp_for(env.spec, command_ramp_s)
@@ -124,9 +135,9 @@ def run_episode(
     for _ in range(max_steps):
         start = time.perf_counter()
         with torch.no_grad():
-            if compensate_delay and action_delay:
-                waiting = [np.zeros(env.spec.action_dim, np.float32)] * (action_delay - len(in_flight))
-                plan_out = planner.plan(history.model_input(device), committed=np.stack([*waiting, *in_flight]),
+            if lookahead:
+                waiting = [np.zeros(env.spec.action_dim, np.float32)] * (lookahead - len(sent))
+                plan_out = planner.plan(history.model_input(device), committed=np.stack([*waiting, *sent]),
                                         **plan_kwargs)
             else:
                 plan_out = planner.plan(history.model_input(device), **plan_kwargs)
@@ -138,6 +149,7 @@ def run_episode(
         if exploration_std > 0:
             action = action + exploration_std * rng.standard_normal(action.shape).astype(np.float32)
         action = np.clip(action, -1.0, 1.0).astype(np.float32)
+        sent.append(action)
         in_flight.append(action)
         action = in_flight.popleft() if len(in_flight) > action_delay else np.zeros_like(action)
         result = env.step(action)
