@@ -74,6 +74,8 @@ def read() -> None:
             adapted = [success(n) for n in plain]
             out["success"][f"{which}_adapted@1000"] = pooled_ci(adapted)
             out[f"{which}_R4_adapted_compensated_minus_adapted"] = paired(adapted_c, adapted)
+            # Not a reading of the protocol: the adapted models against the shipped one, both as deployed.
+            out[f"{which}_observed_adapted_minus_shipped"] = paired(adapted, [shipped] * 3)
     (HERE / "ur5e_latency_compensation.json").write_text(json.dumps(out, indent=1) + "\n")
     print(json.dumps({k: v for k, v in out.items() if k != "funnel"}, indent=1))
 
