@@ -1,5 +1,7 @@
 """``UR5E_LATENCY_COMPENSATION.md``: the deployed UR5e planner told the robot's command latency, zero-shot and adapted.
 
+``+pac`` arms (``UR5E_LATENCY_PRIOR_AFTER.md``): the same with ``--planner prior_after_committed=true``.
+
 ``run SET:ARM...`` evaluates arms ``MODEL@1000+latL`` (the deployed tie; ``+latL``: ``compensate_delay`` with
 ``robot_latency_steps`` L; no suffix: as deployed) on set ``a`` (``ur5e/peg_mild_shift``, latency 1; MODEL
 ``shipped``, ``live_r1``..``live_r3``) or ``c`` (``ur5e/peg_shifted``, latency 2; MODEL ``shipped``,
@@ -33,16 +35,21 @@ def run(arms: list[str]) -> None:
     for item in arms:
         which, arm = item.split(":")
         model, _, rest = arm.partition("@")
+        rest, pac, _ = rest.partition("+pac")  # UR5E_LATENCY_PRIOR_AFTER.md: the prior proposes after the commands
         prior_weight, _, lat = rest.partition("+lat")
         latency = int(lat) if lat else 0
+        if pac and not latency:
+            raise SystemExit(f"{item}: +pac needs +latL")
         if latency not in (0, LATENCY[which]):
             raise SystemExit(f"{item}: set {which} has latency {LATENCY[which]}")
         task, seeds = SETS[which]
-        episodes = bench_episodes(MODELS[model], prior_weight, task, seeds, compensate_delay=bool(latency),
-                                  robot_latency_steps=latency)
+        episodes = bench_episodes(MODELS[model], prior_weight, task, seeds,
+                                  planner={"prior_after_committed": "true"} if pac else None,
+                                  compensate_delay=bool(latency), robot_latency_steps=latency)
         (OUT / f"{which}_{arm}.json").write_text(json.dumps(
             {"arm": arm, "task": task, "eval_seeds": list(seeds), "checkpoint": str(MODELS[model].relative_to(ROOT)),
              "prior_weight": float(prior_weight), "compensate_delay": bool(latency), "robot_latency_steps": latency,
+             "prior_after_committed": bool(pac),
              "episodes": episodes}) + "\n")
         print(item, sum(e["success"] for e in episodes) / len(episodes))
 
@@ -76,6 +83,17 @@ def read() -> None:
             out[f"{which}_R4_adapted_compensated_minus_adapted"] = paired(adapted_c, adapted)
             # Not a reading of the protocol: the adapted models against the shipped one, both as deployed.
             out[f"{which}_observed_adapted_minus_shipped"] = paired(adapted, [shipped] * 3)
+        pac = [f"{which}_{m}@1000{lat}+pac" for m in ("shipped", *adapted_models)]
+        if all((OUT / f"{n}.json").is_file() for n in pac):  # UR5E_LATENCY_PRIOR_AFTER.md
+            shipped_p, adapted_p = success(pac[0]), [success(n) for n in pac[1:]]
+            out["success"][pac[0]] = pooled_ci([shipped_p])
+            out["success"][f"{which}_adapted@1000{lat}+pac"] = pooled_ci(adapted_p)
+            out["funnel"].update({n: {k: int(sum(e[k] for e in json.loads((OUT / f"{n}.json").read_text())[
+                "episodes"])) for k in FUNNEL} for n in pac})
+            out[f"{which}_P1_shipped_pac_minus_shipped_compensated"] = paired([shipped_p], [shipped_c])
+            out[f"{which}_P2_shipped_pac_minus_shipped"] = paired([shipped_p], [shipped])
+            out[f"{which}_P3_adapted_pac_minus_shipped_pac"] = paired(adapted_p, [shipped_p] * 3)
+            out[f"{which}_P4_adapted_pac_minus_shipped"] = paired(adapted_p, [shipped] * 3)
     (HERE / "ur5e_latency_compensation.json").write_text(json.dumps(out, indent=1) + "\n")
     print(json.dumps({k: v for k, v in out.items() if k != "funnel"}, indent=1))
 

@@ -23,10 +23,11 @@ OUT = HERE / "ur5e_tie_after_adapting"
 
 
 def bench_episodes(checkpoint: Path, prior_weight: str, task: str = TASK, seeds: tuple = BENCH_SEEDS,
-                   **eval_options: object) -> list[dict]:
+                   planner: dict | None = None, **eval_options: object) -> list[dict]:
     """Success and funnel stages of the benchmark's evaluation episodes of ``seeds`` (20 each), run as it runs them.
 
-    ``eval_options``: more ``EvalConfig`` fields (``compensate_delay``, ``robot_latency_steps``).
+    ``planner``: more planner overrides; ``eval_options``: more ``EvalConfig`` fields (``compensate_delay``,
+    ``robot_latency_steps``).
     """
     from simdist_core.checkpoint import load_checkpoint
     from simdist_core.eval.adaptation import EVAL_STREAM, episode_seed
@@ -37,7 +38,8 @@ def bench_episodes(checkpoint: Path, prior_weight: str, task: str = TASK, seeds:
     for seed in seeds:
         cfg = EvalConfig(task=task, episodes=20, seconds=SECONDS, seed=episode_seed(EVAL_STREAM, seed), preset="cpu",
                          **eval_options)
-        per_episode = evaluate(model, cfg, planner_overrides={"prior_weight": prior_weight})["per_episode"]
+        per_episode = evaluate(model, cfg, planner_overrides={"prior_weight": prior_weight, **(planner or {})})[
+            "per_episode"]
         out += [{k: float(e[k]) for k in FUNNEL} for e in per_episode]
     return out
 

@@ -77,6 +77,13 @@ class PlannerConfig:
     docs/results/planner_latency.md, "What samples buy"); the prior was distilled from the expert's data, so
     staying near its plan keeps the search where the model was trained. 0 (default) is the plain MPPI objective,
     bit for bit."""
+    prior_after_committed: bool = False
+    """With ``committed`` actions (a delay planned around): the policy prior proposes from the latent the model
+    predicts after them, and its plan follows them, instead of proposing from the observed latent (whose steps
+    after the committed ones assume its own first actions, not the ones really in flight). Why: at a tight
+    ``prior_weight`` the plan is the prior's, and the command sent is its step d; measured on the UR5e, compensating
+    a delay with the observed-state prior halved insertions (``bench_results/UR5E_LATENCY_COMPENSATION.md``).
+    Costs one more model rollout of d steps and one prior call per tick that has committed actions."""
 
     def __post_init__(self) -> None:
         for name in ("horizon", "iterations", "num_elites"):
@@ -274,7 +281,7 @@ class MPPIPlanner:
         # Sample (once per tick): policy-prior candidates and the warm-start mean itself, so a good plan from
         # the last tick is never lost to sampling noise; their returns are reused by every iteration.
         # The prior's noise-free plan is computed once: it centres the prior candidates and the prior penalty.
-        pi = self.model.pi(latent)[0, : cfg.horizon] if cfg.num_pi_samples or cfg.prior_weight else None
+        pi = self._prior_plan(latent, fixed) if cfg.num_pi_samples or cfg.prior_weight else None
         prior = torch.cat([self._prior_candidates(pi), mean[None]])  # (Np + 1, H, A)
         prior[:, :d] = fixed
         n_prior = prior.shape[0]
@@ -402,6 +409,18 @@ class MPPIPlanner:
             value_cap = self._terminal_values(latent, anchor_zs)[0]
         returns, _ = self._rollout(latent, actions, value_cap)
         return self._objective(returns, actions, anchor)
+
+    def _prior_plan(self, latent: Latent, fixed: torch.Tensor) -> torch.Tensor:
+        """(H, A): the policy prior's noise-free plan for this tick.
+
+        From the observed latent; with ``prior_after_committed`` and ``fixed`` (d, A) actions in flight, ``fixed``
+        followed by the prior's first H - d steps proposed from the latent predicted after them.
+        """
+        d, horizon = fixed.shape[0], self.cfg.horizon
+        if not (d and self.cfg.prior_after_committed):
+            return self.model.pi(latent)[0, :horizon]
+        z_d = self.model.predict(latent, fixed[None])[:, -1]  # (1, D): the state the next command will meet
+        return torch.cat([fixed, self.model.pi(Latent(z_d, latent.context))[0, : horizon - d]])
 
     def _prior_candidates(self, pi: torch.Tensor | None) -> torch.Tensor:
         """(Np, H, A): the policy prior's plan ``pi`` (H, A), then noisy copies of it (clipped to [-1, 1])."""
