@@ -83,7 +83,10 @@ class PlannerConfig:
     after the committed ones assume its own first actions, not the ones really in flight). Why: at a tight
     ``prior_weight`` the plan is the prior's, and the command sent is its step d; measured on the UR5e, compensating
     a delay with the observed-state prior halved insertions (``bench_results/UR5E_LATENCY_COMPENSATION.md``).
-    Costs one more model rollout of d steps and one prior call per tick that has committed actions."""
+    Measured with it (``bench_results/UR5E_LATENCY_PRIOR_AFTER.md``): the shipped UR5e model's predicted latents
+    lead its prior astray (no insertion), models finetuned on the shifted robot's data insert 0.51 / 0.14, still
+    below the deployed planner without compensation; off by default. Costs one more model rollout of d steps and
+    one prior call per tick that has committed actions."""
 
     def __post_init__(self) -> None:
         for name in ("horizon", "iterations", "num_elites"):
