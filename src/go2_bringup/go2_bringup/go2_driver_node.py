@@ -154,8 +154,9 @@ class Go2DriverNode(Node):
         self.loop.start()
         self.get_logger().info("Go2 driver running: robot is DAMPED; call the stand_up service to stand")
 
-    # ---- services ----------------------------------------------------------------------------------------
+    # ---- inputs (``DriverInputs``) and services -------------------------------------------------------------
     def _mode(self) -> str:
+        """The safety mode now, for the log line of a command the controller ignored."""
         return self.controller.safety.mode(self.controller.clock()).value
 
     def _srv_estop(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
