@@ -74,8 +74,8 @@ def test_node_streams_stamped_rgb_frames_then_reports_the_stall(tmp_path):
     import threading
     import time
 
-    from rclpy.executors import MultiThreadedExecutor
     from sensor_msgs.msg import Image
+    from simdist_ros.runtime import make_executor
 
     from simdist_ros import qos, topics
 
@@ -90,7 +90,7 @@ def test_node_streams_stamped_rgb_frames_then_reports_the_stall(tmp_path):
     peer = rclpy.create_node("peer", context=context)
     images = []
     peer.create_subscription(Image, topics.CAMERA_IMAGE, images.append, qos.SENSOR)
-    executor = MultiThreadedExecutor(num_threads=2, context=context)
+    executor = make_executor(context=context)
     executor.add_node(node)
     executor.add_node(peer)
     thread = threading.Thread(target=executor.spin, daemon=True)

@@ -16,12 +16,12 @@ from go2_bringup.go2_driver_node import Go2DriverNode
 from go2_bringup.safety import Mode
 from go2_dds_sim import Go2DdsSim
 from nav_msgs.msg import Odometry
-from rclpy.executors import MultiThreadedExecutor
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
 from sensor_msgs.msg import JointState
 from simdist_core.sim import go2_constants as gc
 from simdist_ros.access_policy import node_access, observed_access
+from simdist_ros.runtime import make_executor
 from std_msgs.msg import Bool, Float64MultiArray
 from std_srvs.srv import Trigger
 
@@ -52,7 +52,7 @@ def graph():
                  Parameter("hold_timeout_s", value=0.3), Parameter("damp_timeout_s", value=1.5)]
     driver = Go2DriverNode(context=context, parameter_overrides=overrides)
     peer = rclpy.create_node("peer", context=context)
-    executor = MultiThreadedExecutor(num_threads=2, context=context)
+    executor = make_executor(context=context)
     executor.add_node(driver)
     executor.add_node(peer)
     thread = threading.Thread(target=executor.spin, daemon=True)

@@ -8,10 +8,10 @@ import pytest
 import rclpy
 from go2_bringup.height_map_node import HeightMapNode, cloud_to_xyz, rpy_to_rotmat
 from nav_msgs.msg import Odometry
-from rclpy.executors import MultiThreadedExecutor
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import Image, PointCloud2, PointField
 from simdist_core.robots import GO2
+from simdist_ros.runtime import make_executor
 
 from simdist_ros import msgs, qos, topics
 
@@ -41,11 +41,12 @@ def test_cloud_parsing_and_rotation_helpers():
 def test_node_publishes_the_flat_ground_map_and_stops_when_odometry_stops():
     context = rclpy.Context()
     rclpy.init(context=context)
-    # Odometry may age 1 s, not the default 0.2 s: on a loaded 2-core machine the busy-spinning executor can hold
-    # the odometry callback back that long, and this test is about the map, not about the machine.
+    # The executor the nodes run under (``make_executor``), not rclpy's MultiThreadedExecutor: that one busy-spins
+    # in this rclpy and held the odometry callback back past 1 s on a loaded CI machine. Odometry may still age
+    # 1 s, not the default 0.2 s: this test is about the map, not about the machine.
     node = HeightMapNode(context=context, parameter_overrides=[Parameter("max_odom_age_s", value=1.0)])
     peer = rclpy.create_node("peer", context=context)
-    executor = MultiThreadedExecutor(num_threads=2, context=context)
+    executor = make_executor(context=context)
     executor.add_node(node)
     executor.add_node(peer)
     thread = threading.Thread(target=executor.spin, daemon=True)

@@ -9,11 +9,11 @@ import pytest
 import rclpy
 from geometry_msgs.msg import WrenchStamped
 from nav_msgs.msg import Odometry
-from rclpy.executors import MultiThreadedExecutor
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
 from sensor_msgs.msg import JointState
 from simdist_core.sim.ur5e_constants import ARM_JOINTS
+from simdist_ros.runtime import make_executor
 from std_msgs.msg import Bool, Float64MultiArray
 from std_srvs.srv import Trigger
 from ur5e_bringup.ur5e_control import ArmMode
@@ -61,7 +61,7 @@ def test_driver_node_with_the_mujoco_arm():
     driver = Ur5eDriverNode(context=context, parameter_overrides=[Parameter("backend", value="mujoco"),
                                                                   Parameter("control_hz", value=250.0)])
     peer = rclpy.create_node("peer", context=context)
-    executor = MultiThreadedExecutor(num_threads=2, context=context)
+    executor = make_executor(context=context)
     executor.add_node(driver)
     executor.add_node(peer)
     thread = threading.Thread(target=executor.spin, daemon=True)
