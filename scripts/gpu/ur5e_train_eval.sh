@@ -7,14 +7,17 @@
 #   OUT=/dir NAME=x scripts/gpu/ur5e_train_eval.sh eval    # wait for the new checkpoint, evaluate it on the same
 #                                                           # seeds, pack checkpoint, logs and reports into $OUT
 #
-# The recipe is checkpoints/ur5e_v1's (checkpoints/README.md) with ROWS rows and PRETRAIN_SET (extra
-# `--set key=value` words for `simdist pretrain`); BASE is the checkpoint it is compared with (default the
+# The recipe is checkpoints/ur5e_v1's (checkpoints/README.md) with ROWS rows, PRETRAIN_SET (extra
+# `--set key=value` words for `simdist pretrain`) and GENERATE_SET (the same for `simdist generate`: task
+# overrides such as shift.latency_steps_max=2, the data's only difference from the recipe); BASE is the checkpoint it is compared with (default the
 # deployed checkpoints/ur5e; the runs below compared with what is now checkpoints/ur5e_v1, so BASE=checkpoints/ur5e_v1
 # repeats them). Runs so far, each with its protocol:
 #   NAME=data_scale ROWS=240000                                          bench_results/UR5E_DATA_SCALE.md
 #   NAME=command_frame ROWS=160000 PRETRAIN_SET="model.command_frame=true" bench_results/UR5E_COMMAND_FRAME.md
 #     (that checkpoint is the deployed checkpoints/ur5e since 2026-12-04)
 #   TASK=table_leg NAME=table_leg ROWS=160000 PRETRAIN_SET="model.command_frame=true"  bench_results/UR5E_TABLE_LEG.md
+#   NAME=latency_randomised ROWS=160000 PRETRAIN_SET="model.command_frame=true" \
+#     GENERATE_SET="shift.latency_steps_max=2"                       bench_results/UR5E_LATENCY_RANDOMISED.md
 # TASK (peg or table_leg) is both the task the data are generated in and the one evaluated (ur5e/$TASK, at most
 # EPISODE_S seconds per episode: 15 for the peg, 25 for the table leg, the tasks' own episode lengths).
 # Evaluation: the planner the UR5e graph deploys (the checkpoint's MPPI with prior_weight 1000), <= EPISODE_S s per
@@ -31,6 +34,7 @@ TASK=${TASK:-peg}
 case "$TASK" in peg) EPISODE_S=${EPISODE_S:-15} ;; table_leg) EPISODE_S=${EPISODE_S:-25} ;;
   *) echo "TASK must be peg or table_leg, not $TASK" >&2; exit 2 ;; esac
 PRETRAIN_SET=${PRETRAIN_SET:-}
+GENERATE_SET=${GENERATE_SET:-}
 BASE=${BASE:-checkpoints/ur5e}
 UPDATES=${UPDATES:-7000}
 WORKERS=${WORKERS:-15}
@@ -72,7 +76,7 @@ if [ "$STAGE" = train ]; then
 'cuda', torch.cuda.is_available() and torch.cuda.get_device_name(0))"
   nproc; free -g | head -2
   simdist generate --robot ur5e --task "$TASK" --steps "$ROWS" --out "$WORK/data" --workers "$WORKERS" --seed 0 \
-    --no-fsync 2>&1 | tr '\r' '\n' | grep -v "step/s" | tail -5
+    --no-fsync $(for kv in $GENERATE_SET; do printf -- '--set %s ' "$kv"; done) 2>&1 | tr '\r' '\n' | grep -v "step/s" | tail -5
   echo "generated at $(elapsed) s"
   setsid nohup "$PY" -m simdist_core.cli pretrain --data "$WORK/data" --robot ur5e --out "$WORK/model" \
     --batch 256 --steps "$UPDATES" --no-progress --set device="$DEVICE" --set threads=4 \

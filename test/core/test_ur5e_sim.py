@@ -81,6 +81,35 @@ def test_overrides_apply_and_bad_values_error():
         make_env("ur5e/unknown")
 
 
+def test_randomised_latency_draws_per_episode_and_leaves_the_other_draws_alone():
+    randomised = _make(**{"shift.latency_steps_max": "2"})
+    fixed = _make()
+    drawn = set()
+    for seed in range(12):
+        randomised.reset(seed=seed)
+        fixed.reset(seed=seed)
+        drawn.add(randomised.latency_steps)
+        assert fixed.latency_steps == 0
+        # The latency is drawn after everything else: the seed's fixture and start are as without it.
+        for key in ("fixture_pos", "tcp_pos"):
+            np.testing.assert_array_equal(randomised.privileged_state()[key], fixed.privileged_state()[key])
+    assert drawn == {0, 1, 2}
+    # An episode with drawn latency L moves exactly as one with L fixed.
+    seed = next(s for s in range(12) if randomised.reset(seed=s) is not None and randomised.latency_steps == 2)
+    late = _make(**{"shift.latency_steps": "2"})
+    late.reset(seed=seed)
+    fixed.reset(seed=seed)
+    actions = np.random.default_rng(0).uniform(-1, 1, (6, UR5E.action_dim))
+    for a in actions:
+        randomised.step(a)
+        late.step(a)
+        fixed.step(a)
+    np.testing.assert_allclose(randomised.privileged_state()["tcp_pos"], late.privileged_state()["tcp_pos"])
+    assert np.abs(randomised.privileged_state()["tcp_pos"] - fixed.privileged_state()["tcp_pos"]).max() > 1e-4
+    with pytest.raises(ValueError, match="latency_steps_max"):
+        _make(**{"shift.latency_steps_max": "21"})
+
+
 def _place_fixture_under_tip(env, depth_m, lateral_m=0.0):
     """Move the mocap fixture so the tip is ``depth_m`` into the hole (negative: above it), offset laterally."""
     priv = env.privileged_state()

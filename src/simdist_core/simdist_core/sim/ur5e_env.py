@@ -78,6 +78,10 @@ class ShiftConfig:
 
     latency_steps: int = 0
     """Actions take effect this many control steps (50 ms each) late."""
+    latency_steps_max: int = -1
+    """Above ``latency_steps``: each episode draws its latency uniformly from ``latency_steps`` ..
+    ``latency_steps_max`` (domain randomisation, so data show what a late command does; a real cell's latency is
+    known only roughly). Below it (default): every episode has ``latency_steps``."""
     servo_gain_scale: float = 1.0
     """Arm servo stiffness kp *= this (damping kv unchanged)."""
     part_mass_scale: float = 1.0
@@ -88,6 +92,8 @@ class ShiftConfig:
     def __post_init__(self) -> None:
         if not 0 <= self.latency_steps <= 20:
             raise ValueError(f"shift.latency_steps must be in [0, 20], got {self.latency_steps=}")
+        if self.latency_steps_max > 20:
+            raise ValueError(f"shift.latency_steps_max must be <= 20, got {self.latency_steps_max=}")
         _positive(self, "servo_gain_scale", "part_mass_scale", "friction_scale")
 
 
@@ -229,6 +235,7 @@ class UR5eInsertEnv:
         self.fixture_pos = np.zeros(3)
         self.fixture_yaw = 0.0
         self.fixture_estimate = np.zeros(3, np.float32)
+        self.latency_steps = cfg.shift.latency_steps
         self.steps = 0
         self.thread_progress_rad = 0.0
         self._prev_yaw = 0.0
@@ -267,7 +274,8 @@ class UR5eInsertEnv:
         dyaw = float(self._rng.uniform(-self.cfg.start_yaw_noise_rad, self.cfg.start_yaw_noise_rad))  # +U(-r, r)
         self.sim.reset_arm(self._solve_start(start, dyaw))
         self.sim.set_fixture(self.fixture_pos, self.fixture_yaw)
-        self._queue = deque(np.zeros(4) for _ in range(self.cfg.shift.latency_steps))
+        self.latency_steps = self._draw_latency()
+        self._queue = deque(np.zeros(4) for _ in range(self.latency_steps))
         self.steps = 0
         self.thread_progress_rad = 0.0
         self._prev_yaw = self.sim.lowlevel.measured(self.data)[1]
@@ -275,6 +283,14 @@ class UR5eInsertEnv:
         self._max_depth_m = 0.0
         self._funnel = dict.fromkeys(self._funnel, False)
         return self._obs()
+
+    def _draw_latency(self) -> int:
+        """This episode's command latency in control steps.
+
+        Drawn last, so a seed's other draws (fixture, start pose) are the same as without randomised latency.
+        """
+        low, high = self.cfg.shift.latency_steps, self.cfg.shift.latency_steps_max
+        return int(self._rng.integers(low, high + 1)) if high > low else low  # =U{low..high}
 
     def _solve_start(self, pos_m: np.ndarray, dyaw_rad: float) -> np.ndarray:
         """Joint angles (6,) putting the TCP at ``pos_m``, yaw = seed yaw + ``dyaw_rad`` (kinematic IK)."""
