@@ -22,7 +22,8 @@ SETS = {"a": ("ur5e/peg_mild_shift", (3, 4, 5)), "b": ("ur5e/peg_shifted", (0, 1
 SHIFTED = ("shifted_s0", "shifted_s1", "shifted_s2")
 MODELS = {"shipped": ROOT / "checkpoints" / "ur5e",
           **{f"live_r{i}": HERE / f"adapted_ur5e_mild_shift_live_r{i}" for i in (1, 2, 3)},
-          **{f"shifted_s{s}": HERE / f"adapted_ur5e_peg_shifted_live_schedule_seed{s}" for s in (0, 1, 2)}}
+          **{f"shifted_s{s}": HERE / f"adapted_ur5e_peg_shifted_live_schedule_seed{s}" for s in (0, 1, 2)},
+          "latrand": HERE / "ur5e_latency_randomised" / "model"}  # UR5E_LATENCY_RANDOMISED.md (its GPU run)
 OUT = HERE / "ur5e_tie_confirm"
 
 
