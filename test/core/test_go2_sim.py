@@ -195,6 +195,33 @@ def test_pretrain_randomises_domain_and_terrain():
     assert len(kinds) >= 2 and np.ptp(frictions) > 0.2
 
 
+def test_pretrain_can_draw_an_action_delay_per_episode_and_keeps_the_other_draws():
+    delayed = make_env("go2/pretrain", {"randomization.action_delay_steps_range": "0,2"})
+    plain = make_env("go2/pretrain")
+    delays = set()
+    for seed in range(10):
+        delayed.reset(seed=seed)
+        plain.reset(seed=seed)
+        delays.add(delayed.action_delay_steps)
+        assert plain.action_delay_steps == 0
+        assert delayed.domain == plain.domain and delayed.scene.terrain.kind == plain.scene.terrain.kind
+        np.testing.assert_array_equal(delayed.data.qpos, plain.data.qpos)
+    assert delays == {0, 1, 2}
+    # With a delay of d steps the action sent at step k is what the joints are driven to at step k + d.
+    two = make_env("go2/pretrain", {"randomization.action_delay_steps_range": "2,2"})
+    two.reset(seed=0)
+    actions = np.random.default_rng(0).uniform(-0.5, 0.5, (5, 12))
+    targets = []
+    for a in actions:
+        two.step(a)
+        targets.append(two.data.ctrl[two.scene.actuator_ids].copy())
+    np.testing.assert_allclose(targets[0], two.low_level.targets(np.zeros(12)))
+    np.testing.assert_allclose(targets[4], two.low_level.targets(actions[2]))
+    assert make_env("go2/flat", {"randomization.action_delay_steps_range": "1,1"}).action_delay_steps == 0
+    with pytest.raises(ValueError, match="action_delay_steps_range"):
+        make_env("go2/pretrain", {"randomization.action_delay_steps_range": "2,1"})
+
+
 def test_set_command_reaches_observation_and_rejects_bad_input():
     env = make_env("go2/flat")
     env.reset(seed=0)

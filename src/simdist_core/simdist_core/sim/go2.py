@@ -15,6 +15,7 @@ height map + expert ~950 transitions/s on flat, ~580 on rough. There is no Pytho
 from __future__ import annotations
 
 import math
+from collections import deque
 
 import mujoco
 import numpy as np
@@ -105,6 +106,10 @@ class Go2Env:
         self._start_xy = self.data.qpos[0:2].copy()
         yaw0 = _yaw(self.data.qpos[3:7])
         self._progress_dir = yaw0 + math.atan2(self.command[1], self.command[0])
+        # Drawn after the rest of the episode and only when the range is open, so seeds keep their episodes.
+        lo, hi = (int(v) for v in dr.action_delay_steps_range) if dr.enabled else (0, 0)
+        self.action_delay_steps = int(rng.integers(lo, hi + 1)) if hi > lo else lo  # =U{lo..hi}
+        self._in_flight = deque(np.zeros(GO2.action_dim) for _ in range(self.action_delay_steps))
         return self.observation()
 
     def _randomize_domain(self, rng: np.random.Generator) -> None:
@@ -162,7 +167,8 @@ class Go2Env:
         action = np.clip(action, -1.0, 1.0)
         feet_before = self.data.geom_xpos[self.scene.foot_geom_ids, :2].copy()  # (4, 2)
         contact_before = self._contacts()
-        self.data.ctrl[self.scene.actuator_ids] = self.low_level.targets(action)
+        self._in_flight.append(action)  # with a delay of d steps the queue holds d actions: the oldest acts now
+        self.data.ctrl[self.scene.actuator_ids] = self.low_level.targets(self._in_flight.popleft())
         mujoco.mj_step(self.model, self.data, nstep=self.n_substeps)
         self._steps += 1
         self._priv = self._core = None

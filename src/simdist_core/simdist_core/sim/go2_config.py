@@ -96,6 +96,9 @@ class RandomizationConfig:
     """Gaussian noise added to every proprio entry of the observation."""
     height_map_noise_std_m: float = 0.01
     """Gaussian noise added to every height-map sample, in metres."""
+    action_delay_steps_range: tuple[int, int] = (0, 0)
+    """Control periods between an action and the step it acts on, drawn per episode =U{lo..hi} (the live graph's
+    pipeline delay on a slow machine; (0, 0): every action acts on the next step, as before)."""
 
     def __post_init__(self) -> None:
         bad = [k for k in self.terrain_kinds if k not in TERRAIN_KINDS or k == "foam"]
@@ -108,6 +111,10 @@ class RandomizationConfig:
         _check_range("kd_scale_range", self.kd_scale_range, 0.1, 3.0)
         _check_range("joint_friction_scale_range", self.joint_friction_scale_range, 0.0, 5.0)
         _check_range("base_mass_offset_kg_range", self.base_mass_offset_kg_range, -5.0, 10.0)
+        lo, hi = self.action_delay_steps_range
+        if not (float(lo).is_integer() and float(hi).is_integer() and 0 <= lo <= hi <= 10):
+            raise ValueError(f"action_delay_steps_range must be whole steps 0 <= lo <= hi <= 10, got "
+                             f"{self.action_delay_steps_range=}")
         for name in ("init_joint_noise_rad", "init_yaw_rad", "proprio_noise_std", "height_map_noise_std_m"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} must be in [0, 1], got {name}={getattr(self, name)}")
