@@ -1,0 +1,62 @@
+"""Reading of ``GO2_DELAY_RANDOMISED.md``: the delay-randomised Go2 model against ``go2_v6`` on foam, late and on time.
+
+Reads ``bench_results/go2_delay_randomised/eval_<arm>.json`` (arms ``v6@D``, ``new@D`` for D = 0, 1, 2 and
+``newc@D`` for D = 1, 2; the same 30 episode seeds) and writes ``bench_results/go2_delay_randomised.json``.
+Run from the repository root: ``python bench_results/go2_delay_randomised.py``.
+"""
+
+import json
+from pathlib import Path
+
+from simdist_core.eval.stats import episode_values, mean_ci, paired_cluster_difference_ci
+
+TASK = "go2/foam"
+DIR = Path("bench_results/go2_delay_randomised")
+ARMS = ("v6@0", "v6@1", "v6@2", "new@0", "new@1", "new@2", "newc@1", "newc@2")
+SEEDS = 63500, 30
+
+
+def load(arm: str, out: dict) -> list[float]:
+    """Per-episode progress of one arm after checking it is the protocol's run; its summary into ``out``."""
+    report = json.loads((DIR / f"eval_{arm.replace('@', '_')}.json").read_text())
+    model, delay = arm.split("@")
+    delay = int(delay)
+    compensate = model == "newc" or (model == "v6" and delay > 0)
+    checkpoint = "go2_v6_low_friction" if model == "v6" else "go2_delay_randomised"
+    if (report["task"] != TASK or report["episodes"] != SEEDS[1] or report["action_delay"] != delay
+            or report["compensate_delay"] != compensate or report["planner"]["prior_weight"] != 100.0
+            or Path(report["checkpoint"]).name != checkpoint or report["torch_threads"] != 1):
+        raise SystemExit(f"{arm}: not the protocol's run")
+    values = episode_values(report["per_episode"], TASK)
+    mean, low, high = mean_ci(values)
+    out["arms"][arm] = {"progress_m": round(mean, 3), "ci95": [round(low, 3), round(high, 3)],
+                        "fell": sum(int(e.get("fell", 0.0) > 0) for e in report["per_episode"])}
+    return values
+
+
+def main() -> None:
+    """Every reading of the protocol, and its verdict."""
+    out: dict = {"protocol": "bench_results/GO2_DELAY_RANDOMISED.md", "task": TASK,
+                 "seeds": [SEEDS[0], SEEDS[0] + SEEDS[1] - 1], "arms": {}}
+    v = {arm: load(arm, out) for arm in ARMS}
+
+    def diff(a: str, b: str) -> dict:
+        d, low, high = paired_cluster_difference_ci([v[a]], [v[b]])
+        wins = sum(x > y for x, y in zip(v[a], v[b], strict=True))
+        return {"difference_m": round(d, 3), "ci95": [round(low, 3), round(high, 3)], "wins": wins,
+                "losses": sum(x < y for x, y in zip(v[a], v[b], strict=True))}
+
+    out["D0_new_minus_v6"] = diff("new@0", "v6@0")
+    out["D1_new_minus_v6"] = diff("new@1", "v6@1")
+    out["D2_new_minus_v6"] = diff("new@2", "v6@2")
+    out["C1_compensated_minus_not"] = diff("newc@1", "new@1")
+    out["C2_compensated_minus_not"] = diff("newc@2", "new@2")
+    late = [out["D1_new_minus_v6"]["ci95"], out["D2_new_minus_v6"]["ci95"]]
+    helps = any(lo > 0 for lo, _ in late) and not any(hi < 0 for _, hi in late)
+    out["verdict"] = {"helps_when_late": helps, "costs_on_time": out["D0_new_minus_v6"]["ci95"][1] < 0}
+    Path("bench_results/go2_delay_randomised.json").write_text(json.dumps(out, indent=1) + "\n")
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
