@@ -3,9 +3,13 @@
 Reads ``bench_results/go2_delay_randomised/eval_<arm>.json`` (arms ``v6@D``, ``new@D`` for D = 0, 1, 2 and
 ``newc@D`` for D = 1, 2; the same 30 episode seeds) and writes ``bench_results/go2_delay_randomised.json``.
 Run from the repository root: ``python bench_results/go2_delay_randomised.py``.
+
+``--spread`` (``GO2_DELAY_RANDOMISED_SPREAD.md``): also arms ``v6s1@D`` and ``news1@D`` (D = 0, 1), the second
+pretraining run of each recipe; writes ``bench_results/go2_delay_randomised_spread.json``.
 """
 
 import json
+import sys
 from pathlib import Path
 
 from simdist_core.eval.stats import episode_values, mean_ci, paired_cluster_difference_ci
@@ -21,8 +25,9 @@ def load(arm: str, out: dict) -> list[float]:
     report = json.loads((DIR / f"eval_{arm.replace('@', '_')}.json").read_text())
     model, delay = arm.split("@")
     delay = int(delay)
-    compensate = model == "newc" or (model == "v6" and delay > 0)
-    checkpoint = "go2_v6_low_friction" if model == "v6" else "go2_delay_randomised"
+    compensate = model == "newc" or (model.startswith("v6") and delay > 0)
+    checkpoint = {"v6": "go2_v6_low_friction", "v6s1": "go2_v6_seed1",
+                  "news1": "go2_delay_randomised_seed1"}.get(model, "go2_delay_randomised")
     if (report["task"] != TASK or report["episodes"] != SEEDS[1] or report["action_delay"] != delay
             or report["compensate_delay"] != compensate or report["planner"]["prior_weight"] != 100.0
             or Path(report["checkpoint"]).name != checkpoint or report["torch_threads"] != 1):
@@ -58,5 +63,26 @@ def main() -> None:
     print(json.dumps(out, indent=1))
 
 
+def spread() -> None:
+    """``GO2_DELAY_RANDOMISED_SPREAD.md``: run-to-run spread, and each recipe pooled over its two runs."""
+    out: dict = {"protocol": "bench_results/GO2_DELAY_RANDOMISED_SPREAD.md", "task": TASK,
+                 "seeds": [SEEDS[0], SEEDS[0] + SEEDS[1] - 1], "arms": {}}
+    v = {arm: load(arm, out) for arm in ("v6@0", "v6@1", "new@0", "new@1", "v6s1@0", "v6s1@1", "news1@0", "news1@1")}
+
+    def diff(a: list[list[float]], b: list[list[float]]) -> dict:
+        d, low, high = paired_cluster_difference_ci(a, b)
+        return {"difference_m": round(d, 3), "ci95": [round(low, 3), round(high, 3)]}
+
+    for delay in (0, 1):
+        out[f"spread_v6@{delay}_run2_minus_run1"] = diff([v[f"v6s1@{delay}"]], [v[f"v6@{delay}"]])
+        out[f"spread_new@{delay}_run2_minus_run1"] = diff([v[f"news1@{delay}"]], [v[f"new@{delay}"]])
+        out[f"S{delay}_new_minus_v6_pooled"] = diff([v[f"new@{delay}"], v[f"news1@{delay}"]],
+                                                    [v[f"v6@{delay}"], v[f"v6s1@{delay}"]])
+    out["verdict"] = {"leads_on_time": out["S0_new_minus_v6_pooled"]["ci95"][0] > 0,
+                      "leads_one_period_late": out["S1_new_minus_v6_pooled"]["ci95"][0] > 0}
+    Path("bench_results/go2_delay_randomised_spread.json").write_text(json.dumps(out, indent=1) + "\n")
+    print(json.dumps(out, indent=1))
+
+
 if __name__ == "__main__":
-    main()
+    spread() if "--spread" in sys.argv[1:] else main()
