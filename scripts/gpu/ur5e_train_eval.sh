@@ -9,8 +9,8 @@
 #
 # The recipe is checkpoints/ur5e_v1's (checkpoints/README.md) with ROWS rows, PRETRAIN_SET (extra
 # `--set key=value` words for `simdist pretrain`) and GENERATE_SET (the same for `simdist generate`: task
-# overrides such as shift.latency_steps_max=2, the data's only difference from the recipe); BASE is the checkpoint it is compared with (default the
-# deployed checkpoints/ur5e; the runs below compared with what is now checkpoints/ur5e_v1, so BASE=checkpoints/ur5e_v1
+# overrides such as shift.latency_steps_max=2). BASE is the checkpoint it is compared with (default the deployed
+# checkpoints/ur5e; the runs below compared with what is now checkpoints/ur5e_v1, so BASE=checkpoints/ur5e_v1
 # repeats them). Runs so far, each with its protocol:
 #   NAME=data_scale ROWS=240000                                          bench_results/UR5E_DATA_SCALE.md
 #   NAME=command_frame ROWS=160000 PRETRAIN_SET="model.command_frame=true" bench_results/UR5E_COMMAND_FRAME.md

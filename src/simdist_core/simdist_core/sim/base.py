@@ -6,6 +6,7 @@ Experts may read ``privileged_state()``; learned components only see ``obs``.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -59,6 +60,27 @@ TASKS: dict[str, EnvBuilder] = {}
 
 TASK_CONFIGS: dict[str, Callable[[], Any]] = {}
 """Registry: task id -> a fresh default config of the task (the typed dataclass ``--set`` overrides)."""
+
+
+class DelayLine:
+    """Actions that act ``steps`` control periods after they are sent: the robot's command latency.
+
+    The first ``steps`` periods of an episode apply zeros (each robot's "hold the default" action).
+    """
+
+    def __init__(self, steps: int, action_dim: int) -> None:
+        self.steps = steps
+        self._queue = deque(np.zeros(action_dim) for _ in range(steps))
+
+    def push(self, action: np.ndarray) -> np.ndarray:
+        """Send ``action``; returns the one that acts now (``action`` itself when ``steps`` is 0)."""
+        self._queue.append(action)
+        return self._queue.popleft()
+
+
+def draw_steps(rng: np.random.Generator, low: int, high: int) -> int:
+    """A whole number of steps =U{low..high}; ``low`` without drawing when the range is closed (keeps the stream)."""
+    return int(rng.integers(low, high + 1)) if high > low else low
 
 
 class UnknownTaskError(KeyError):

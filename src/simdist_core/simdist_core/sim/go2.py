@@ -15,13 +15,12 @@ height map + expert ~950 transitions/s on flat, ~580 on rough. There is no Pytho
 from __future__ import annotations
 
 import math
-from collections import deque
 
 import mujoco
 import numpy as np
 
 from simdist_core.robots import GO2
-from simdist_core.sim.base import StepResult
+from simdist_core.sim.base import DelayLine, StepResult, draw_steps
 from simdist_core.sim.go2_config import Go2EnvConfig
 from simdist_core.sim.go2_constants import NOMINAL_STANDING_HEIGHT_M
 from simdist_core.sim.go2_lowlevel import Go2LowLevel
@@ -66,6 +65,11 @@ class Go2Env:
         """Seconds since the episode started."""
         return self._steps * self.control_dt_s
 
+    @property
+    def action_delay_steps(self) -> int:
+        """Control periods between an action and the step it acts on, this episode."""
+        return self._delay.steps
+
     def gait_phase(self) -> float:
         """Current phase (rad) of the gait clock."""
         return gait_phase_rad(self.time_s, self.config.gait_period_s)
@@ -108,8 +112,7 @@ class Go2Env:
         self._progress_dir = yaw0 + math.atan2(self.command[1], self.command[0])
         # Drawn after the rest of the episode and only when the range is open, so seeds keep their episodes.
         lo, hi = (int(v) for v in dr.action_delay_steps_range) if dr.enabled else (0, 0)
-        self.action_delay_steps = int(rng.integers(lo, hi + 1)) if hi > lo else lo  # =U{lo..hi}
-        self._in_flight = deque(np.zeros(GO2.action_dim) for _ in range(self.action_delay_steps))
+        self._delay = DelayLine(draw_steps(rng, lo, hi), GO2.action_dim)  # =U{lo..hi}
         return self.observation()
 
     def _randomize_domain(self, rng: np.random.Generator) -> None:
@@ -167,8 +170,7 @@ class Go2Env:
         action = np.clip(action, -1.0, 1.0)
         feet_before = self.data.geom_xpos[self.scene.foot_geom_ids, :2].copy()  # (4, 2)
         contact_before = self._contacts()
-        self._in_flight.append(action)  # with a delay of d steps the queue holds d actions: the oldest acts now
-        self.data.ctrl[self.scene.actuator_ids] = self.low_level.targets(self._in_flight.popleft())
+        self.data.ctrl[self.scene.actuator_ids] = self.low_level.targets(self._delay.push(action))
         mujoco.mj_step(self.model, self.data, nstep=self.n_substeps)
         self._steps += 1
         self._priv = self._core = None

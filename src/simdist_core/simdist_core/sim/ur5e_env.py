@@ -23,7 +23,6 @@ holding depth and position under contact while turning.
 from __future__ import annotations
 
 import math
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -31,7 +30,7 @@ import numpy as np
 
 from simdist_core.robots import UR5E
 from simdist_core.sim import ur5e_constants as consts
-from simdist_core.sim.base import StepResult
+from simdist_core.sim.base import DelayLine, StepResult, draw_steps
 from simdist_core.sim.ur5e import LowLevelConfig, UR5eSim, proprio_from_sensors, quarter_turn
 from simdist_core.sim.ur5e_scene import SceneConfig, mujoco
 
@@ -231,11 +230,10 @@ class UR5eInsertEnv:
         self.max_steps = round(cfg.episode_s * UR5E.control_hz)
         self._apply_shift(cfg.shift)
         self._rng = np.random.default_rng()
-        self._queue: deque[np.ndarray] = deque()
+        self._delay = DelayLine(cfg.shift.latency_steps, UR5E.action_dim)
         self.fixture_pos = np.zeros(3)
         self.fixture_yaw = 0.0
         self.fixture_estimate = np.zeros(3, np.float32)
-        self.latency_steps = cfg.shift.latency_steps
         self.steps = 0
         self.thread_progress_rad = 0.0
         self._prev_yaw = 0.0
@@ -253,6 +251,11 @@ class UR5eInsertEnv:
         for gid in range(m.ngeom):
             if m.geom_contype[gid] & 2:  # part, fixture and table (contact bit 2)
                 m.geom_friction[gid, 0] *= shift.friction_scale
+
+    @property
+    def latency_steps(self) -> int:
+        """Control steps between a command and the step it acts on, this episode."""
+        return self._delay.steps
 
     # -- episode -----------------------------------------------------------------------------------
     def reset(self, seed: int | None = None) -> dict[str, np.ndarray]:
@@ -274,8 +277,9 @@ class UR5eInsertEnv:
         dyaw = float(self._rng.uniform(-self.cfg.start_yaw_noise_rad, self.cfg.start_yaw_noise_rad))  # +U(-r, r)
         self.sim.reset_arm(self._solve_start(start, dyaw))
         self.sim.set_fixture(self.fixture_pos, self.fixture_yaw)
-        self.latency_steps = self._draw_latency()
-        self._queue = deque(np.zeros(4) for _ in range(self.latency_steps))
+        # Drawn last, so a seed's other draws (fixture, start pose) are as without randomised latency.
+        self._delay = DelayLine(draw_steps(self._rng, self.cfg.shift.latency_steps, self.cfg.shift.latency_steps_max),
+                                UR5E.action_dim)  # =U{latency_steps..latency_steps_max}
         self.steps = 0
         self.thread_progress_rad = 0.0
         self._prev_yaw = self.sim.lowlevel.measured(self.data)[1]
@@ -283,14 +287,6 @@ class UR5eInsertEnv:
         self._max_depth_m = 0.0
         self._funnel = dict.fromkeys(self._funnel, False)
         return self._obs()
-
-    def _draw_latency(self) -> int:
-        """This episode's command latency in control steps.
-
-        Drawn last, so a seed's other draws (fixture, start pose) are the same as without randomised latency.
-        """
-        low, high = self.cfg.shift.latency_steps, self.cfg.shift.latency_steps_max
-        return int(self._rng.integers(low, high + 1)) if high > low else low  # =U{low..high}
 
     def _solve_start(self, pos_m: np.ndarray, dyaw_rad: float) -> np.ndarray:
         """Joint angles (6,) putting the TCP at ``pos_m``, yaw = seed yaw + ``dyaw_rad`` (kinematic IK)."""
@@ -316,9 +312,8 @@ class UR5eInsertEnv:
         action = np.asarray(action, dtype=np.float64)
         if action.shape != (UR5E.action_dim,) or not np.all(np.isfinite(action)):
             raise ValueError(f"action must be finite with shape ({UR5E.action_dim},), got {action.shape} {action}")
-        self._queue.append(np.clip(action, -1.0, 1.0))
         thread = self._thread_forces if self.cfg.task == "table_leg" else None
-        self.sim.control_step(self._queue.popleft(), thread)  # latency shift: the queue holds latency_steps actions
+        self.sim.control_step(self._delay.push(np.clip(action, -1.0, 1.0)), thread)  # the latency shift
         self.steps += 1
         state = self._state()
         self._update_thread(state)
