@@ -84,18 +84,19 @@ def test_overrides_apply_and_bad_values_error():
 def test_randomised_latency_draws_per_episode_and_leaves_the_other_draws_alone():
     randomised = _make(**{"shift.latency_steps_max": "2"})
     fixed = _make()
-    drawn = set()
+    drawn = {}
     for seed in range(12):
         randomised.reset(seed=seed)
         fixed.reset(seed=seed)
-        drawn.add(randomised.latency_steps)
+        drawn[seed] = randomised.latency_steps
         assert fixed.latency_steps == 0
         # The latency is drawn after everything else: the seed's fixture and start are as without it.
         for key in ("fixture_pos", "tcp_pos"):
             np.testing.assert_array_equal(randomised.privileged_state()[key], fixed.privileged_state()[key])
-    assert drawn == {0, 1, 2}
+    assert set(drawn.values()) == {0, 1, 2}
     # An episode with drawn latency L moves exactly as one with L fixed.
-    seed = next(s for s in range(12) if randomised.reset(seed=s) is not None and randomised.latency_steps == 2)
+    seed = next(s for s, latency in drawn.items() if latency == 2)
+    randomised.reset(seed=seed)
     late = _make(**{"shift.latency_steps": "2"})
     late.reset(seed=seed)
     fixed.reset(seed=seed)
