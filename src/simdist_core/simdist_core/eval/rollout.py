@@ -21,7 +21,7 @@ import torch
 from simdist_core.data.history import ObservationHistory
 from simdist_core.planning.command_ramp import ramp_for
 from simdist_core.planning.mppi import MPPIPlanner
-from simdist_core.sim.base import RobotEnv, StepResult
+from simdist_core.sim.base import DelayLine, RobotEnv, StepResult
 
 StepCallback = Callable[[dict[str, np.ndarray], np.ndarray, StepResult], None]
 """``on_step(obs_before, action_executed, step_result)``."""
@@ -115,7 +115,7 @@ def run_episode(
     if action_delay < 0 or robot_latency_steps < 0:
         raise ValueError(f"run_episode: action_delay and robot_latency_steps must be >= 0, got {action_delay}, "
                          f"{robot_latency_steps}")
-    in_flight: deque[np.ndarray] = deque()
+    in_flight = DelayLine(action_delay, env.spec.action_dim, np.float32)  # the pipeline delay the robot measures
     # The actions sent in the last ``lookahead`` periods act on the steps before this tick's action can; the robot's
     # own latency queue starts with the default pose (zeros), as ``waiting`` below does.
     lookahead = action_delay + robot_latency_steps if compensate_delay else 0
@@ -150,8 +150,7 @@ def run_episode(
             action = action + exploration_std * rng.standard_normal(action.shape).astype(np.float32)
         action = np.clip(action, -1.0, 1.0).astype(np.float32)
         sent.append(action)
-        in_flight.append(action)
-        action = in_flight.popleft() if len(in_flight) > action_delay else np.zeros_like(action)
+        action = in_flight.push(action)
         result = env.step(action)
         if ramp is not None:
             result = dataclasses.replace(result, obs=_with_command(result.obs, ramp.step(result.obs["command"])))

@@ -68,9 +68,9 @@ class DelayLine:
     The first ``steps`` periods of an episode apply zeros (each robot's "hold the default" action).
     """
 
-    def __init__(self, steps: int, action_dim: int) -> None:
+    def __init__(self, steps: int, action_dim: int, dtype: np.typing.DTypeLike = np.float64) -> None:
         self.steps = steps
-        self._queue = deque(np.zeros(action_dim) for _ in range(steps))
+        self._queue = deque(np.zeros(action_dim, dtype) for _ in range(steps))
 
     def push(self, action: np.ndarray) -> np.ndarray:
         """Send ``action``; returns the one that acts now (``action`` itself when ``steps`` is 0)."""
