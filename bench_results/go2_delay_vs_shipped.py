@@ -1,0 +1,112 @@
+"""Reading of ``GO2_DELAY_VS_SHIPPED.md``: the delay-randomised Go2 recipe against the shipped model on foam.
+
+Part 1 (in-process): ``bench_results/go2_delay_randomised/eval_ship_<D>.json`` (D = 0, 1, 2) against the committed
+``eval_new_<D>.json`` and ``eval_news1_<D>.json``. Part 2 (the live graph with one busy-looping job beside it):
+``bench_results/go2_delay_vs_shipped/parity_<arm>.json``. Writes ``bench_results/go2_delay_vs_shipped.json``.
+Run from the repository root: ``python bench_results/go2_delay_vs_shipped.py``.
+
+``--two-jobs`` (``GO2_DELAY_VS_SHIPPED_TWO_JOBS.md``): the graph arms ``G2_*`` run beside two busy-looping jobs;
+writes ``bench_results/go2_delay_vs_shipped_two_jobs.json``.
+"""
+
+import json
+import sys
+from pathlib import Path
+
+from simdist_core.eval.stats import episode_values, mean_ci, paired_cluster_difference_ci
+
+TASK = "go2/foam"
+EVALS = Path("bench_results/go2_delay_randomised")
+GRAPH = Path("bench_results/go2_delay_vs_shipped")
+SEEDS = list(range(63500, 63530))
+CHECKPOINTS = {"ship": "go2", "new": "go2_delay_randomised", "news1": "go2_delay_randomised_seed1"}
+
+
+def summary(values: list[float], fell: int) -> dict:
+    """Mean progress, its 95 % interval and the number of episodes that fell."""
+    mean, low, high = mean_ci(values)
+    return {"progress_m": round(mean, 3), "ci95": [round(low, 3), round(high, 3)], "fell": fell}
+
+
+def in_process(arm: str, out: dict) -> list[float]:
+    """Per-episode progress of one in-process arm (``ship@1``), after checking it is the protocol's run."""
+    model, delay = arm.split("@")
+    report = json.loads((EVALS / f"eval_{model}_{delay}.json").read_text())
+    compensate = model == "ship" and int(delay) > 0
+    if (report["task"] != TASK or report["episodes"] != len(SEEDS) or report["action_delay"] != int(delay)
+            or report["compensate_delay"] != compensate or report["planner"]["prior_weight"] != 100.0
+            or Path(report["checkpoint"]).name != CHECKPOINTS[model] or report["torch_threads"] != 1):
+        raise SystemExit(f"{arm}: not the protocol's run")
+    values = episode_values(report["per_episode"], TASK)
+    out["in_process"][arm] = summary(values, sum(int(e.get("fell", 0.0) > 0) for e in report["per_episode"]))
+    return values
+
+
+def graph(arm: str, out: dict) -> list[float]:
+    """Per-episode progress of one graph arm, in seed order, and what the graph lived (delays, ticks, load)."""
+    report = json.loads((GRAPH / f"parity_{arm}.json").read_text())
+    (task,) = report["tasks"]
+    g = task["graph"]
+    model = arm.split("_")[1]
+    compensate_off = "planner.compensate_delay=false" in report["set"]
+    if (task["task"] != TASK or report["rtf"] != 1.0 or report["lockstep"] or report["seconds"] != 10.0
+            or Path(report["checkpoint"]).name != CHECKPOINTS[model] or compensate_off != (model != "ship")):
+        raise SystemExit(f"{arm}: not the protocol's run")
+    by_seed = {e["seed"]: e for e in g["per_episode"]}
+    if sorted(by_seed) != SEEDS:
+        raise SystemExit(f"{arm}: episodes {sorted(by_seed)[:3]}… are not seeds {SEEDS[0]}–{SEEDS[-1]}")
+    episodes = [by_seed[s] for s in SEEDS]
+    values = episode_values(episodes, TASK)
+    out["graph"][arm] = {**summary(values, sum(int(e.get("fell", 0.0) > 0) for e in episodes)),
+                         "delay_zero_fraction": g["delay_zero_fraction"], "ticks_kept": g["ticks_kept"],
+                         "planner_ticks_kept": g["planner_ticks_kept"], "achieved_rtf": g["achieved_rtf"],
+                         "delay_periods_histogram": g["delay_periods_histogram"],
+                         "load_avg_1m": task.get("load_avg_1m_graph"),
+                         "in_process_at_delay_0": task["in_process_summary"]["metric_mean"]}
+    return values
+
+
+def diff(a: list[list[float]], b: list[list[float]]) -> dict:
+    """Pooled ``mean(a) - mean(b)``, paired by episode, runs as clusters."""
+    d, low, high = paired_cluster_difference_ci(a, b)
+    return {"difference_m": round(d, 3), "ci95": [round(low, 3), round(high, 3)]}
+
+
+def main() -> None:
+    """Every reading of the protocol, and its verdict."""
+    out: dict = {"protocol": "bench_results/GO2_DELAY_VS_SHIPPED.md", "task": TASK, "seeds": [SEEDS[0], SEEDS[-1]],
+                 "in_process": {}, "graph": {}}
+    v = {f"{m}@{d}": in_process(f"{m}@{d}", out) for m in ("ship", "new") for d in (0, 1, 2)}
+    v |= {f"news1@{d}": in_process(f"news1@{d}", out) for d in (0, 1)}
+    for d in (0, 1):
+        out[f"P{d}_recipe_minus_shipped"] = diff([v[f"new@{d}"], v[f"news1@{d}"]], [v[f"ship@{d}"]] * 2)
+    out["P2_recipe_run1_minus_shipped"] = diff([v["new@2"]], [v["ship@2"]])
+    out["verdict"] = {"costs_on_time": out["P0_recipe_minus_shipped"]["ci95"][1] < 0}
+    graph_readings("G", out)
+    Path("bench_results/go2_delay_vs_shipped.json").write_text(json.dumps(out, indent=1) + "\n")
+    print(json.dumps(out, indent=1))
+
+
+def graph_readings(prefix: str, out: dict) -> None:
+    """The graph arms ``<prefix>_ship_a``, ``_new``, ``_news1``, ``_ship_b``: recipe − shipped, drift, verdict."""
+    g = {arm: graph(f"{prefix}_{arm}", out) for arm in ("ship_a", "new", "news1", "ship_b")}
+    shipped = [(x + y) / 2 for x, y in zip(g["ship_a"], g["ship_b"], strict=True)]
+    out[f"{prefix}_recipe_minus_shipped"] = diff([g["new"], g["news1"]], [shipped] * 2)
+    out[f"drift_{prefix}_ship_b_minus_a"] = diff([g["ship_b"]], [g["ship_a"]])
+    late = max(out["graph"][f"{prefix}_ship_{r}"]["delay_zero_fraction"] for r in "ab") <= 0.9
+    out["verdict"] |= {"graph_was_late": late,
+                       "walks_further_through_a_late_graph": late
+                       and out[f"{prefix}_recipe_minus_shipped"]["ci95"][0] > 0}
+
+
+def two_jobs() -> None:
+    """``GO2_DELAY_VS_SHIPPED_TWO_JOBS.md``: the graph arms beside two busy-looping jobs."""
+    out: dict = {"protocol": "bench_results/GO2_DELAY_VS_SHIPPED_TWO_JOBS.md", "task": TASK,
+                 "seeds": [SEEDS[0], SEEDS[-1]], "graph": {}, "verdict": {}}
+    graph_readings("G2", out)
+    Path("bench_results/go2_delay_vs_shipped_two_jobs.json").write_text(json.dumps(out, indent=1) + "\n")
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    two_jobs() if "--two-jobs" in sys.argv[1:] else main()
