@@ -160,21 +160,44 @@ def evaluate(
     }  # fmt: skip
 
 
-def _planner_keys_help(ns: argparse.Namespace) -> str:
+def planner_keys_help(ns: argparse.Namespace) -> str:
+    """``--planner help`` of a command with ``--preset``: the keys of the preset named (``cpu`` for ``checkpoint``)."""
     from simdist_core.config_show import describe
 
     return describe(f"planner/{ns.preset if ns.preset in PRESETS else 'cpu'}")
 
 
-def _task_keys_help(ns: argparse.Namespace) -> str:
+def task_keys_help(ns: argparse.Namespace) -> str:
+    """``--set help`` of a command with ``--task``: that task's config keys."""
     from simdist_core.config_show import task_keys_text
 
     return task_keys_text(ns.task)
 
 
+def check_task_and_planner(
+    task: str, env_overrides: dict[str, str], preset: str, planner_overrides: dict[str, str]
+) -> None:
+    """Check a command's task and planner arguments before any checkpoint or simulator is loaded.
+
+    The task id and its ``--set`` keys and values without building the simulator; the ``--planner`` keys against
+    a named preset (a planner config stored in a checkpoint is checked once the checkpoint is read).
+
+    Raises:
+        UsageError: an unknown task, key or preset, or a bad value.
+    """
+    from simdist_core.sim.base import task_config
+
+    try:
+        task_config(task, env_overrides)
+    except (KeyError, ValueError) as exc:
+        raise UsageError(str(exc).strip("'\"")) from None
+    if preset != "checkpoint":
+        apply_cli_overrides(planner_preset(preset), planner_overrides)
+
+
 def _parse(argv: list[str]) -> argparse.Namespace:
     parser = ArgumentParser(prog="simdist eval", description=__doc__.splitlines()[0],
-                            key_help={"--set": _task_keys_help, "--planner": _planner_keys_help})
+                            key_help={"--set": task_keys_help, "--planner": planner_keys_help})
     parser.add_argument("--checkpoint", type=Path, required=True, help="checkpoint directory")
     parser.add_argument("--task", required=True, help="task id, e.g. go2/flat, go2/ptfe_slope, ur5e/peg")
     parser.add_argument("--set", dest="env_set", action="append", default=[], metavar="KEY=VALUE",
@@ -242,7 +265,6 @@ def validate(args: argparse.Namespace) -> tuple[EvalConfig, dict[str, str], dict
     """
     from simdist_core.planning.command_ramp import ramp_for
     from simdist_core.robots import get_robot
-    from simdist_core.sim.base import task_config
 
     check_positive("--threads", args.threads)
     check_positive("--episodes", args.episodes)
@@ -258,12 +280,13 @@ def validate(args: argparse.Namespace) -> tuple[EvalConfig, dict[str, str], dict
                          preset=args.preset, action_delay=args.action_delay,
                          compensate_delay=args.compensate_delay, command_ramp_s=args.command_ramp_s,
                          robot_latency_steps=args.robot_latency_steps)
-        task_config(args.task, env_overrides)  # task id, keys and values, without building the simulator
-        ramp_for(get_robot(args.task.split("/")[0]), args.command_ramp_s)  # only a velocity command ramps
-    except (KeyError, ValueError) as exc:
+    except ValueError as exc:
         raise UsageError(str(exc)) from None
-    if args.preset != "checkpoint":  # a stored planner config is checked once the checkpoint is read
-        apply_cli_overrides(planner_preset(args.preset), planner_overrides)
+    check_task_and_planner(args.task, env_overrides, args.preset, planner_overrides)
+    try:
+        ramp_for(get_robot(args.task.split("/")[0]), args.command_ramp_s)  # only a velocity command ramps
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     checkpoint_dir("--checkpoint", args.checkpoint)
     return cfg, env_overrides, planner_overrides
 

@@ -69,8 +69,9 @@ import numpy as np
 import torch
 
 from simdist_core.cliargs import ArgumentParser, UsageError, check_positive, checkpoint_dir, cli_main
-from simdist_core.config import apply_cli_overrides, parse_overrides, to_dict
-from simdist_core.planning.mppi import PRESETS, planner_preset
+from simdist_core.config import parse_overrides, to_dict
+from simdist_core.eval.closed_loop import check_task_and_planner, planner_keys_help, task_keys_help
+from simdist_core.planning.mppi import PRESETS
 
 log = logging.getLogger(__name__)
 
@@ -423,21 +424,9 @@ def plot(report: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
-def _planner_keys_help(ns: argparse.Namespace) -> str:
-    from simdist_core.config_show import describe
-
-    return describe(f"planner/{ns.preset if ns.preset in PRESETS else 'cpu'}")
-
-
-def _task_keys_help(ns: argparse.Namespace) -> str:
-    from simdist_core.config_show import task_keys_text
-
-    return task_keys_text(ns.task)
-
-
 def _parse(argv: list[str]) -> argparse.Namespace:
     parser = ArgumentParser(prog="simdist figure slip", description=__doc__.splitlines()[0],
-                            key_help={"--set": _task_keys_help, "--planner": _planner_keys_help})
+                            key_help={"--set": task_keys_help, "--planner": planner_keys_help})
     parser.add_argument("--before", type=Path, required=True,
                         help="checkpoint before finetuning (its planner drives the held-out episodes)")
     parser.add_argument("--after", type=Path, required=True, help="checkpoint after finetuning (same robot)")
@@ -466,8 +455,6 @@ def validate(args: argparse.Namespace) -> tuple[SlipTraceConfig, dict[str, str],
     Raises:
         UsageError: a bad task, override, count, horizon, output suffix or checkpoint path.
     """
-    from simdist_core.sim.base import task_config
-
     check_positive("--threads", args.threads)
     check_positive("--episodes", args.episodes)
     check_positive("--seconds", args.seconds, allow_zero=True)
@@ -482,11 +469,9 @@ def validate(args: argparse.Namespace) -> tuple[SlipTraceConfig, dict[str, str],
     try:
         cfg = SlipTraceConfig(task=args.task, episodes=args.episodes, seconds=args.seconds, seed=args.seed,
                               horizon=args.horizon, stride=args.stride, preset=args.preset)  # fmt: skip
-        task_config(args.task, env_overrides)
-    except (KeyError, ValueError) as exc:
-        raise UsageError(str(exc).strip("'\"")) from None
-    if args.preset != "checkpoint":
-        apply_cli_overrides(planner_preset(args.preset), planner_overrides)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    check_task_and_planner(args.task, env_overrides, args.preset, planner_overrides)
     checkpoint_dir("--before", args.before)
     checkpoint_dir("--after", args.after)
     return cfg, env_overrides, planner_overrides

@@ -25,8 +25,9 @@ import numpy as np
 import torch
 
 from simdist_core.cliargs import ArgumentParser, UsageError, check_positive, checkpoint_dir, cli_main
-from simdist_core.config import apply_cli_overrides, parse_overrides, to_dict
-from simdist_core.planning.mppi import PRESETS, planner_preset
+from simdist_core.config import parse_overrides, to_dict
+from simdist_core.eval.closed_loop import check_task_and_planner, planner_keys_help, task_keys_help
+from simdist_core.planning.mppi import PRESETS
 
 log = logging.getLogger(__name__)
 
@@ -283,7 +284,8 @@ def plot(report: dict[str, Any], path: Path) -> None:
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
-    parser = ArgumentParser(prog="simdist figure value", description=__doc__.splitlines()[0])
+    parser = ArgumentParser(prog="simdist figure value", description=__doc__.splitlines()[0],
+                            key_help={"--set": task_keys_help, "--planner": planner_keys_help})
     parser.add_argument("--checkpoint", type=Path, required=True, help="checkpoint directory (a UR5e model)")
     parser.add_argument("--task", default="ur5e/peg", help="insertion task, e.g. ur5e/peg or ur5e/peg_shifted")
     parser.add_argument("--actor", default="planner", choices=ACTORS,
@@ -312,8 +314,6 @@ def validate(args: argparse.Namespace) -> tuple[ValueTraceConfig, dict[str, str]
     Raises:
         UsageError: a bad task, override, count, output suffix or checkpoint path.
     """
-    from simdist_core.sim.base import task_config
-
     check_positive("--threads", args.threads)
     check_positive("--max-episodes", args.max_episodes)
     check_positive("--successes", args.successes, allow_zero=True)
@@ -328,11 +328,9 @@ def validate(args: argparse.Namespace) -> tuple[ValueTraceConfig, dict[str, str]
         cfg = ValueTraceConfig(task=args.task, actor=args.actor, preset=args.preset, seed=args.seed,
                                successes=args.successes, failures=args.failures, max_episodes=args.max_episodes,
                                seconds=args.seconds)  # fmt: skip
-        task_config(args.task, env_overrides)
-    except (KeyError, ValueError) as exc:
-        raise UsageError(str(exc).strip("'\"")) from None
-    if args.preset != "checkpoint":
-        apply_cli_overrides(planner_preset(args.preset), planner_overrides)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    check_task_and_planner(args.task, env_overrides, args.preset, planner_overrides)
     checkpoint_dir("--checkpoint", args.checkpoint)
     return cfg, env_overrides, planner_overrides
 
