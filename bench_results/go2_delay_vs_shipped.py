@@ -79,6 +79,8 @@ def main() -> None:
     v = {f"{m}@{d}": in_process(f"{m}@{d}", out) for m in ("ship", "new") for d in (0, 1, 2)}
     v |= {f"news1@{d}": in_process(f"news1@{d}", out) for d in (0, 1)}
     for d in (0, 1):
+        pooled = [(x + y) / 2 for x, y in zip(v[f"new@{d}"], v[f"news1@{d}"], strict=True)]
+        out["in_process"][f"recipe_pooled@{d}"] = {"progress_m": round(sum(pooled) / len(pooled), 3)}
         out[f"P{d}_recipe_minus_shipped"] = diff([v[f"new@{d}"], v[f"news1@{d}"]], [v[f"ship@{d}"]] * 2)
     out["P2_recipe_run1_minus_shipped"] = diff([v["new@2"]], [v["ship@2"]])
     out["verdict"] = {"costs_on_time": out["P0_recipe_minus_shipped"]["ci95"][1] < 0}
