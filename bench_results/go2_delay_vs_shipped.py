@@ -6,7 +6,8 @@ Part 1 (in-process): ``bench_results/go2_delay_randomised/eval_ship_<D>.json`` (
 Run from the repository root: ``python bench_results/go2_delay_vs_shipped.py``.
 
 ``--two-jobs`` (``GO2_DELAY_VS_SHIPPED_TWO_JOBS.md``): the graph arms ``G2_*`` run beside two busy-looping jobs;
-writes ``bench_results/go2_delay_vs_shipped_two_jobs.json``.
+writes ``bench_results/go2_delay_vs_shipped_two_jobs.json``. ``--one-core`` (``GO2_DELAY_VS_SHIPPED_ONE_CORE.md``):
+the arms ``G1_*`` with the graph pinned to one core shared with a busy job; ``..._one_core.json``.
 """
 
 import json
@@ -101,14 +102,22 @@ def graph_readings(prefix: str, out: dict) -> None:
                        and out[f"{prefix}_recipe_minus_shipped"]["ci95"][0] > 0}
 
 
-def two_jobs() -> None:
-    """``GO2_DELAY_VS_SHIPPED_TWO_JOBS.md``: the graph arms beside two busy-looping jobs."""
-    out: dict = {"protocol": "bench_results/GO2_DELAY_VS_SHIPPED_TWO_JOBS.md", "task": TASK,
+def graph_only(prefix: str, name: str) -> None:
+    """A protocol of graph arms only (``<prefix>_*``): ``GO2_DELAY_VS_SHIPPED_<NAME>.md``."""
+    out: dict = {"protocol": f"bench_results/GO2_DELAY_VS_SHIPPED_{name.upper()}.md", "task": TASK,
                  "seeds": [SEEDS[0], SEEDS[-1]], "graph": {}, "verdict": {}}
-    graph_readings("G2", out)
-    Path("bench_results/go2_delay_vs_shipped_two_jobs.json").write_text(json.dumps(out, indent=1) + "\n")
+    graph_readings(prefix, out)
+    out["verdict"]["behind_through_a_late_graph"] = out[f"{prefix}_recipe_minus_shipped"]["ci95"][1] < 0
+    for reading in out["graph"].values():
+        reading["graph_over_in_process"] = round(reading["progress_m"] / reading["in_process_at_delay_0"], 3)
+    Path(f"bench_results/go2_delay_vs_shipped_{name}.json").write_text(json.dumps(out, indent=1) + "\n")
     print(json.dumps(out, indent=1))
 
 
 if __name__ == "__main__":
-    two_jobs() if "--two-jobs" in sys.argv[1:] else main()
+    if "--two-jobs" in sys.argv[1:]:
+        graph_only("G2", "two_jobs")
+    elif "--one-core" in sys.argv[1:]:
+        graph_only("G1", "one_core")
+    else:
+        main()
