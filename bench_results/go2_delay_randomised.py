@@ -25,8 +25,9 @@ def load(arm: str, out: dict) -> list[float]:
     report = json.loads((DIR / f"eval_{arm.replace('@', '_')}.json").read_text())
     model, delay = arm.split("@")
     delay = int(delay)
-    compensate = model == "newc" or (model.startswith("v6") and delay > 0)
-    checkpoint = {"v6": "go2_v6_low_friction", "v6s1": "go2_v6_seed1",
+    # The planner is told the delay as the planner node is, except the delay recipe's own untold arms.
+    compensate = model == "newc" or (model in ("v6", "v6s1", "ship") and delay > 0)
+    checkpoint = {"v6": "go2_v6_low_friction", "v6s1": "go2_v6_seed1", "ship": "go2",  # ship: GO2_DELAY_VS_SHIPPED
                   "news1": "go2_delay_randomised_seed1"}.get(model, "go2_delay_randomised")
     if (report["task"] != TASK or report["episodes"] != SEEDS[1] or report["action_delay"] != delay
             or report["compensate_delay"] != compensate or report["planner"]["prior_weight"] != 100.0

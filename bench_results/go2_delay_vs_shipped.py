@@ -14,10 +14,10 @@ import json
 import sys
 from pathlib import Path
 
+from go2_delay_randomised import load  # the in-process reports share that protocol's folder and checks
 from simdist_core.eval.stats import episode_values, mean_ci, paired_cluster_difference_ci
 
 TASK = "go2/foam"
-EVALS = Path("bench_results/go2_delay_randomised")
 GRAPH = Path("bench_results/go2_delay_vs_shipped")
 SEEDS = list(range(63500, 63530))
 CHECKPOINTS = {"ship": "go2", "new": "go2_delay_randomised", "news1": "go2_delay_randomised_seed1"}
@@ -27,20 +27,6 @@ def summary(values: list[float], fell: int) -> dict:
     """Mean progress, its 95 % interval and the number of episodes that fell."""
     mean, low, high = mean_ci(values)
     return {"progress_m": round(mean, 3), "ci95": [round(low, 3), round(high, 3)], "fell": fell}
-
-
-def in_process(arm: str, out: dict) -> list[float]:
-    """Per-episode progress of one in-process arm (``ship@1``), after checking it is the protocol's run."""
-    model, delay = arm.split("@")
-    report = json.loads((EVALS / f"eval_{model}_{delay}.json").read_text())
-    compensate = model == "ship" and int(delay) > 0
-    if (report["task"] != TASK or report["episodes"] != len(SEEDS) or report["action_delay"] != int(delay)
-            or report["compensate_delay"] != compensate or report["planner"]["prior_weight"] != 100.0
-            or Path(report["checkpoint"]).name != CHECKPOINTS[model] or report["torch_threads"] != 1):
-        raise SystemExit(f"{arm}: not the protocol's run")
-    values = episode_values(report["per_episode"], TASK)
-    out["in_process"][arm] = summary(values, sum(int(e.get("fell", 0.0) > 0) for e in report["per_episode"]))
-    return values
 
 
 def graph(arm: str, out: dict) -> list[float]:
@@ -76,12 +62,12 @@ def diff(a: list[list[float]], b: list[list[float]]) -> dict:
 def main() -> None:
     """Every reading of the protocol, and its verdict."""
     out: dict = {"protocol": "bench_results/GO2_DELAY_VS_SHIPPED.md", "task": TASK, "seeds": [SEEDS[0], SEEDS[-1]],
-                 "in_process": {}, "graph": {}}
-    v = {f"{m}@{d}": in_process(f"{m}@{d}", out) for m in ("ship", "new") for d in (0, 1, 2)}
-    v |= {f"news1@{d}": in_process(f"news1@{d}", out) for d in (0, 1)}
+                 "arms": {}, "graph": {}}
+    v = {f"{m}@{d}": load(f"{m}@{d}", out) for m in ("ship", "new") for d in (0, 1, 2)}
+    v |= {f"news1@{d}": load(f"news1@{d}", out) for d in (0, 1)}
     for d in (0, 1):
         pooled = [(x + y) / 2 for x, y in zip(v[f"new@{d}"], v[f"news1@{d}"], strict=True)]
-        out["in_process"][f"recipe_pooled@{d}"] = {"progress_m": round(sum(pooled) / len(pooled), 3)}
+        out["arms"][f"recipe_pooled@{d}"] = {"progress_m": round(sum(pooled) / len(pooled), 3)}
         out[f"P{d}_recipe_minus_shipped"] = diff([v[f"new@{d}"], v[f"news1@{d}"]], [v[f"ship@{d}"]] * 2)
     out["P2_recipe_run1_minus_shipped"] = diff([v["new@2"]], [v["ship@2"]])
     out["verdict"] = {"costs_on_time": out["P0_recipe_minus_shipped"]["ci95"][1] < 0}
