@@ -26,12 +26,14 @@ def load(arm: str, out: dict) -> list[float]:
     model, delay = arm.split("@")
     delay = int(delay)
     # The planner is told the delay as the planner node is, except the delay recipe's own untold arms.
-    compensate = model == "newc" or (model in ("v6", "v6s1", "ship") and delay > 0)
-    checkpoint = {"v6": "go2_v6_low_friction", "v6s1": "go2_v6_seed1", "ship": "go2",  # ship: GO2_DELAY_VS_SHIPPED
+    compensate = model == "newc" or (model in ("v6", "v6s1", "ship", "ship0s") and delay > 0)
+    checkpoint = {"v6": "go2_v6_low_friction", "v6s1": "go2_v6_seed1", "ship": "go2", "ship0s": "go2",
+                  # ship: GO2_DELAY_VS_SHIPPED; ship0s: GO2_STARVED_PLANNER (no Gaussian samples)
                   "news1": "go2_delay_randomised_seed1"}.get(model, "go2_delay_randomised")
     if (report["task"] != TASK or report["episodes"] != SEEDS[1] or report["action_delay"] != delay
             or report["compensate_delay"] != compensate or report["planner"]["prior_weight"] != 100.0
-            or Path(report["checkpoint"]).name != checkpoint or report["torch_threads"] != 1):
+            or Path(report["checkpoint"]).name != checkpoint or report["torch_threads"] != 1
+            or (report["planner"]["num_samples"] == 0) != (model == "ship0s")):
         raise SystemExit(f"{arm}: not the protocol's run")
     values = episode_values(report["per_episode"], TASK)
     mean, low, high = mean_ci(values)

@@ -7,7 +7,8 @@ Run from the repository root: ``python bench_results/go2_delay_vs_shipped.py``.
 
 ``--two-jobs`` (``GO2_DELAY_VS_SHIPPED_TWO_JOBS.md``): the graph arms ``G2_*`` run beside two busy-looping jobs;
 writes ``bench_results/go2_delay_vs_shipped_two_jobs.json``. ``--one-core`` (``GO2_DELAY_VS_SHIPPED_ONE_CORE.md``):
-the arms ``G1_*`` with the graph pinned to one core shared with a busy job; ``..._one_core.json``.
+the arms ``G1_*`` with the graph pinned to one core shared with a busy job; ``..._one_core.json``. ``--starved``
+(``GO2_STARVED_PLANNER.md``): ``bench_results/go2_starved_planner.json``.
 """
 
 import json
@@ -100,9 +101,29 @@ def graph_only(prefix: str, name: str) -> None:
     print(json.dumps(out, indent=1))
 
 
+def starved() -> None:
+    """``GO2_STARVED_PLANNER.md``: the shipped model one period late without Gaussian samples, in-process."""
+    out: dict = {"protocol": "bench_results/GO2_STARVED_PLANNER.md", "task": TASK, "seeds": [SEEDS[0], SEEDS[-1]],
+                 "arms": {}}
+    none, full = load("ship0s@1", out), load("ship@1", out)
+    out["no_samples_minus_32"] = diff([none], [full])
+    one_core = json.loads(Path("bench_results/go2_delay_vs_shipped_one_core.json").read_text())["graph"]
+    graph_mean = (one_core["G1_ship_a"]["progress_m"] + one_core["G1_ship_b"]["progress_m"]) / 2
+    loss = out["arms"]["ship@1"]["progress_m"] - graph_mean
+    out["share_of_the_graph_loss"] = round((out["arms"]["ship@1"]["progress_m"] - out["arms"]["ship0s@1"]["progress_m"])
+                                           / loss, 3)
+    ci = out["no_samples_minus_32"]["ci95"]
+    out["verdict"] = {"search_explains_most": out["share_of_the_graph_loss"] > 0.5 and ci[1] < 0,
+                      "not_the_search": ci[0] <= 0 <= ci[1]}
+    Path("bench_results/go2_starved_planner.json").write_text(json.dumps(out, indent=1) + "\n")
+    print(json.dumps(out, indent=1))
+
+
 if __name__ == "__main__":
     if "--two-jobs" in sys.argv[1:]:
         graph_only("G2", "two_jobs")
+    elif "--starved" in sys.argv[1:]:
+        starved()
     elif "--one-core" in sys.argv[1:]:
         graph_only("G1", "one_core")
     else:
