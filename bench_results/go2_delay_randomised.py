@@ -36,10 +36,21 @@ def load(arm: str, out: dict) -> list[float]:
             or (report["planner"]["num_samples"] == 0) != (model == "ship0s")):
         raise SystemExit(f"{arm}: not the protocol's run")
     values = episode_values(report["per_episode"], TASK)
-    mean, low, high = mean_ci(values)
-    out["arms"][arm] = {"progress_m": round(mean, 3), "ci95": [round(low, 3), round(high, 3)],
-                        "fell": sum(int(e.get("fell", 0.0) > 0) for e in report["per_episode"])}
+    out["arms"][arm] = summary(values, report["per_episode"])
     return values
+
+
+def summary(values: list[float], episodes: list[dict]) -> dict:
+    """Mean progress, its 95 % interval and the number of ``episodes`` that fell."""
+    mean, low, high = mean_ci(values)
+    return {"progress_m": round(mean, 3), "ci95": [round(low, 3), round(high, 3)],
+            "fell": sum(int(e.get("fell", 0.0) > 0) for e in episodes)}
+
+
+def pooled_difference(a: list[list[float]], b: list[list[float]]) -> dict:
+    """Pooled ``mean(a) - mean(b)``, paired by episode, runs as clusters (two-level bootstrap)."""
+    d, low, high = paired_cluster_difference_ci(a, b)
+    return {"difference_m": round(d, 3), "ci95": [round(low, 3), round(high, 3)]}
 
 
 def main() -> None:
@@ -71,11 +82,7 @@ def spread() -> None:
     out: dict = {"protocol": "bench_results/GO2_DELAY_RANDOMISED_SPREAD.md", "task": TASK,
                  "seeds": [SEEDS[0], SEEDS[0] + SEEDS[1] - 1], "arms": {}}
     v = {arm: load(arm, out) for arm in ("v6@0", "v6@1", "new@0", "new@1", "v6s1@0", "v6s1@1", "news1@0", "news1@1")}
-
-    def diff(a: list[list[float]], b: list[list[float]]) -> dict:
-        d, low, high = paired_cluster_difference_ci(a, b)
-        return {"difference_m": round(d, 3), "ci95": [round(low, 3), round(high, 3)]}
-
+    diff = pooled_difference
     for delay in (0, 1):
         out[f"spread_v6@{delay}_run2_minus_run1"] = diff([v[f"v6s1@{delay}"]], [v[f"v6@{delay}"]])
         out[f"spread_new@{delay}_run2_minus_run1"] = diff([v[f"news1@{delay}"]], [v[f"new@{delay}"]])

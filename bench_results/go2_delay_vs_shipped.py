@@ -15,19 +15,15 @@ import json
 import sys
 from pathlib import Path
 
-from go2_delay_randomised import load  # the in-process reports share that protocol's folder and checks
-from simdist_core.eval.stats import episode_values, mean_ci, paired_cluster_difference_ci
+# The in-process reports share that protocol's folder and checks, and its readings.
+from go2_delay_randomised import load, summary
+from go2_delay_randomised import pooled_difference as diff
+from simdist_core.eval.stats import episode_values
 
 TASK = "go2/foam"
 GRAPH = Path("bench_results/go2_delay_vs_shipped")
 SEEDS = list(range(63500, 63530))
 CHECKPOINTS = {"ship": "go2", "new": "go2_delay_randomised", "news1": "go2_delay_randomised_seed1"}
-
-
-def summary(values: list[float], fell: int) -> dict:
-    """Mean progress, its 95 % interval and the number of episodes that fell."""
-    mean, low, high = mean_ci(values)
-    return {"progress_m": round(mean, 3), "ci95": [round(low, 3), round(high, 3)], "fell": fell}
 
 
 def graph(arm: str, out: dict) -> list[float]:
@@ -45,19 +41,13 @@ def graph(arm: str, out: dict) -> list[float]:
         raise SystemExit(f"{arm}: episodes {sorted(by_seed)[:3]}… are not seeds {SEEDS[0]}–{SEEDS[-1]}")
     episodes = [by_seed[s] for s in SEEDS]
     values = episode_values(episodes, TASK)
-    out["graph"][arm] = {**summary(values, sum(int(e.get("fell", 0.0) > 0) for e in episodes)),
+    out["graph"][arm] = {**summary(values, episodes),
                          "delay_zero_fraction": g["delay_zero_fraction"], "ticks_kept": g["ticks_kept"],
                          "planner_ticks_kept": g["planner_ticks_kept"], "achieved_rtf": g["achieved_rtf"],
                          "delay_periods_histogram": g["delay_periods_histogram"],
                          "load_avg_1m": task.get("load_avg_1m_graph"),
                          "in_process_at_delay_0": task["in_process_summary"]["metric_mean"]}
     return values
-
-
-def diff(a: list[list[float]], b: list[list[float]]) -> dict:
-    """Pooled ``mean(a) - mean(b)``, paired by episode, runs as clusters."""
-    d, low, high = paired_cluster_difference_ci(a, b)
-    return {"difference_m": round(d, 3), "ci95": [round(low, 3), round(high, 3)]}
 
 
 def main() -> None:
