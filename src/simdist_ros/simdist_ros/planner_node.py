@@ -45,7 +45,6 @@ import dataclasses
 import threading
 import time
 import zlib
-from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,6 +55,7 @@ from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallba
 from rclpy.node import Node
 from simdist_core.planning.adapted_tie import AdaptedTie
 from simdist_core.planning.deadline import SampleBudget, SampleBudgetConfig
+from simdist_core.planning.in_flight import InFlightCommands
 from simdist_core.planning.mppi import episode_noise_seed
 from simdist_core.planning.targets import plan_joint_targets
 from std_msgs.msg import Float32MultiArray, Float64MultiArray, String
@@ -75,11 +75,6 @@ from simdist_ros.runtime import (
     setup_torch,
 )
 from simdist_ros.sensors import PATH_FRAME
-
-MAX_COMPENSATED_DELAY = 4
-"""Longest pipeline delay (control periods) the planner plans around; beyond it the latent is nearly stale."""
-DELAY_WINDOW = 25
-"""Steps whose measured delay (``applied_delay`` of the latents) the compensated delay is the median of."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -208,10 +203,8 @@ class PlannerNode(Node):
         self._latest: tuple[dict[str, np.ndarray], int] | None = None
         self._planned_obs_ns: int | None = None  # observation stamp the last plan answered
         self._episode_seen: float | None = None  # the encoder's episode counter on the last latent
-        self._sent: deque[np.ndarray] = deque(maxlen=MAX_COMPENSATED_DELAY)  # last commands published, oldest first
+        self._in_flight = InFlightCommands()  # commands sent, delays the robot reported: what a plan starts with
         self._plan_ros_s = 0.0  # running mean of a plan's duration on the ROS clock (sim time under use_sim_time)
-        self._delay_counts = [0] * (MAX_COMPENSATED_DELAY + 1)  # ticks planned per compensated delay
-        self._applied_delays: deque[float] = deque(maxlen=DELAY_WINDOW)  # the robot's, from the latents
         self._lock = threading.Lock()
         self.counts = dict.fromkeys(
             ("commands", "plans", "watchdog_ticks", "holds_no_latent", "holds_stale", "planner_errors",
@@ -274,11 +267,11 @@ class PlannerNode(Node):
             # cannot see that).
             first_latent = zlib.crc32(np.ascontiguousarray(blocks["z"], np.float32).tobytes())
             self.planner.reset(noise_seed=episode_noise_seed(self.planner.seed, first_latent))
-            self._sent.clear()  # nor are its commands the ones the new episode's first steps will meet
+            self._in_flight.new_episode()  # nor are its commands the ones the new episode's first steps will meet
             self._count("warm_start_resets")
         applied = blocks.get("applied_delay")
         if applied is not None and applied.size == 1 and np.isfinite(applied).all():
-            self._applied_delays.append(float(applied.reshape(-1)[0]))
+            self._in_flight.reported(float(applied.reshape(-1)[0]))
         self._latest = (blocks, obs_t_ns)  # one reference assignment: the tick reads either old or new
         self._tick(obs_t_ns)
 
@@ -328,7 +321,7 @@ class PlannerNode(Node):
         answered = self._planned_obs_ns if result is not None else None
         self._cmd_pub.publish(msgs.make_command(action, answered) if answered is not None
                               else msgs.make_float64_array(action))
-        self._sent.append(np.asarray(action, np.float32))
+        self._in_flight.sent(action)
         self._count("commands")
         if result is not None and visualise:  # after the command: the sampled rollouts cost one more prediction
             self._publish_plan(result, answered, params)
@@ -383,23 +376,18 @@ class PlannerNode(Node):
         """The commands already sent that will act before this tick's command can (None: no delay expected).
 
         d, the periods from the planned-from state to the step the command will act on, is the median delay the
-        robot reported for its last ``DELAY_WINDOW`` steps (the encoder's ``applied_delay``, from the stamp on
-        ``executed_command``; a lockstep simulator reports 0). A robot that does not stamp gives no report; then
-        d = floor((age + plan) / period) on the ROS clock (the latent's age and a running mean of the plans'
-        duration), which under a simulator's stepped ``/clock`` reads low: on a 2-core VM it gave 0 on 91 % of
-        ticks while the robot measured 1 or more on 96 % of steps. The d steps in between are driven by the last
-        d commands sent (one per tick).
+        robot reported for its last 25 steps (``simdist_core.planning.in_flight``; the encoder's ``applied_delay``,
+        from the stamp on ``executed_command``; a lockstep simulator reports 0). A robot that does not stamp gives
+        no report; then d = floor((age + plan) / period) on the ROS clock (the latent's age and a running mean of
+        the plans' duration), which under a simulator's stepped ``/clock`` reads low: on a 2-core VM it gave 0 on
+        91 % of ticks while the robot measured 1 or more on 96 % of steps. The d steps in between are driven by the
+        last d commands sent (one per tick).
         """
         if not params.compensate_delay:
             return None
-        measured = [x for x in self._applied_delays if x >= 0]
-        if measured:  # what the robot reports, through the encoder: the delay its recent steps really had
-            d = int(np.median(measured))
-        else:  # a robot that does not stamp its executed commands: estimate
-            d = int((age_ns * 1e-9 + self._plan_ros_s) / (self.period_ns * 1e-9))
-        d = max(0, min(d, len(self._sent), self.planner.cfg.horizon - 1))
-        self._delay_counts[d] += 1
-        return np.stack(list(self._sent)[len(self._sent) - d:]) if d else None
+        # A robot that does not stamp its executed commands reports nothing: then the estimate stands in.
+        estimate = int((age_ns * 1e-9 + self._plan_ros_s) / (self.period_ns * 1e-9))
+        return self._in_flight.committed(self.planner.cfg.horizon, estimate)
 
     def _hold_action(self, counter: str, reason: str) -> np.ndarray:
         self._count(counter)
@@ -449,7 +437,7 @@ class PlannerNode(Node):
             "control_hz": self.control_hz,
             "num_samples": self.planner.cfg.num_samples,
             "prior_weight": self.planner.cfg.prior_weight,
-            **{f"compensated_delay_{d}": n for d, n in enumerate(self._delay_counts)},
+            **{f"compensated_delay_{d}": n for d, n in enumerate(self._in_flight.counts)},
             **self._budget_values(),
             **counts,
             **process_counts(),

@@ -14,6 +14,7 @@ import json
 import logging
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,11 +24,15 @@ import torch
 
 from simdist_core.cliargs import ArgumentParser, UsageError, check_positive, checkpoint_dir, cli_main
 from simdist_core.config import apply_cli_overrides, apply_overrides, parse_overrides, to_dict
+from simdist_core.eval.late_link import LINK_TIMINGS, LateLink
 from simdist_core.eval.rollout import EpisodeStats, run_episode, summarise
 from simdist_core.eval.video import EpisodeRecorder, VideoConfig
 from simdist_core.planning.mppi import PRESETS, planner_preset
 
 log = logging.getLogger(__name__)
+
+LINK_SEED_SALT = 0x11A7
+"""Mixed into each episode's seed for its late link's draws (kept apart from the env's and the planner's)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,6 +61,13 @@ class EvalConfig:
     command_ramp_s: float = 0.0
     """Ramp the velocity command the planner sees from rest to the task's over this long (Go2 only; 0: at once),
     as the encoder node's ``command_ramp_s`` does in the live graph (``simdist_core.planning.command_ramp``)."""
+    late_link: str = ""
+    """A named late command link (``simdist_core.eval.late_link.LINK_TIMINGS``) instead of ``action_delay``: each
+    command's delay changes from step to step and some steps get no fresh command, as in a starved live graph
+    ("": none). Its draws come from each episode's seed, so runs that differ only in planner or checkpoint meet the
+    same lateness."""
+    play_plan: bool = False
+    """With ``late_link``: the command carries the plan and the robot applies the step its delay points at."""
 
     def __post_init__(self) -> None:
         if self.episodes < 1:
@@ -68,6 +80,12 @@ class EvalConfig:
             raise ValueError(f"robot_latency_steps must be >= 0, got {self.robot_latency_steps=}")
         if not self.command_ramp_s >= 0:  # also catches NaN
             raise ValueError(f"command_ramp_s must be >= 0, got {self.command_ramp_s=}")
+        if self.late_link and self.late_link not in LINK_TIMINGS:
+            raise ValueError(f"unknown late_link {self.late_link!r}; valid: {sorted(LINK_TIMINGS)}")
+        if self.late_link and (self.action_delay or self.robot_latency_steps):
+            raise ValueError("late_link brings its own delay: action_delay and robot_latency_steps must be 0")
+        if self.play_plan and not self.late_link:
+            raise ValueError("play_plan needs a late_link")
 
 
 def task_metric_name(task: str) -> str:
@@ -136,12 +154,19 @@ def evaluate(
     max_steps = int(round(cfg.seconds * env.spec.control_hz)) if cfg.seconds > 0 else 10**9
     start = time.perf_counter()
     episodes: list[EpisodeStats] = []
+    link_counts: Counter[str] = Counter()
     for i in range(cfg.episodes):
         hooks = recorder.hooks(env, cfg.seed + i) if recorder is not None and recorder.wants(i) else {}
+        link = None
+        if cfg.late_link:
+            link = LateLink(LINK_TIMINGS[cfg.late_link], env.spec.action_dim,
+                            np.random.default_rng([cfg.seed + i, LINK_SEED_SALT]), play_plan=cfg.play_plan)
         episodes.append(run_episode(env, planner, seed=cfg.seed + i, max_steps=max_steps,
                                     action_delay=cfg.action_delay, compensate_delay=cfg.compensate_delay,
                                     command_ramp_s=cfg.command_ramp_s, robot_latency_steps=cfg.robot_latency_steps,
-                                    **hooks))
+                                    link=link, **hooks))
+        if link is not None:
+            link_counts.update({**link.counts, **{f"delay_{d}_steps": n for d, n in enumerate(link.delay_counts)}})
         log.info("episode %d/%d: %s", i + 1, cfg.episodes, episodes[-1].metrics)
     wall_s = time.perf_counter() - start
     summary = summarise(episodes)
@@ -154,6 +179,7 @@ def evaluate(
         "action_delay": cfg.action_delay,
         "compensate_delay": cfg.compensate_delay, "robot_latency_steps": cfg.robot_latency_steps,
         "command_ramp_s": cfg.command_ramp_s,
+        "late_link": cfg.late_link, "play_plan": cfg.play_plan, "link_counts": dict(link_counts),
         "plan_ms_p50": summary["plan_ms_p50"], "plan_ms_p99": summary["plan_ms_p99"],
         "fallbacks": int(summary["fallbacks"]), "wall_s": wall_s, "sim_s": sim_s,
         "real_time_factor": sim_s / wall_s if wall_s > 0 else float("nan"), "torch_threads": torch.get_num_threads(),
@@ -221,6 +247,13 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--command-ramp-s", type=float, default=0.0, metavar="SECONDS",
                         help="ramp the velocity command the planner sees from rest to the task's over this long "
                              "(Go2; what the encoder node's command_ramp_s does in the live graph)")
+    parser.add_argument("--late-link", default="", choices=["", *sorted(LINK_TIMINGS)],
+                        help="emulate a starved live graph's command link: each command's delay changes from step "
+                             "to step and some steps get no fresh command (the robot repeats the newest it has); "
+                             "one_core: fitted to the Go2 graph on one busy core")
+    parser.add_argument("--play-plan", action="store_true",
+                        help="with --late-link: the command carries the plan and the robot applies the step its "
+                             "delay points at instead of repeating the command")
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
     parser.add_argument("--json", type=Path, help="write the report here")
     parser.add_argument("--video", type=Path, metavar="PATH.mp4",
@@ -279,7 +312,8 @@ def validate(args: argparse.Namespace) -> tuple[EvalConfig, dict[str, str], dict
         cfg = EvalConfig(task=args.task, episodes=args.episodes, seconds=args.seconds, seed=args.seed,
                          preset=args.preset, action_delay=args.action_delay,
                          compensate_delay=args.compensate_delay, command_ramp_s=args.command_ramp_s,
-                         robot_latency_steps=args.robot_latency_steps)
+                         robot_latency_steps=args.robot_latency_steps, late_link=args.late_link,
+                         play_plan=args.play_plan)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     check_task_and_planner(args.task, env_overrides, args.preset, planner_overrides)

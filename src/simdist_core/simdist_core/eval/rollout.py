@@ -19,7 +19,9 @@ import numpy as np
 import torch
 
 from simdist_core.data.history import ObservationHistory
+from simdist_core.eval.late_link import LateLink
 from simdist_core.planning.command_ramp import ramp_for
+from simdist_core.planning.in_flight import InFlightCommands
 from simdist_core.planning.mppi import MPPIPlanner
 from simdist_core.sim.base import DelayLine, RobotEnv, StepResult
 
@@ -77,6 +79,7 @@ def run_episode(
     compensate_delay: bool = False,
     command_ramp_s: float = 0.0,
     robot_latency_steps: int = 0,
+    link: LateLink | None = None,
 ) -> EpisodeStats:
     """Run one planner-controlled episode.
 
@@ -102,6 +105,10 @@ def run_episode(
             which the env simulates, e.g. a UR5e task's ``shift.latency_steps``); only ``compensate_delay``
             reads it: the action sent now meets the state after the actions sent in those periods. On a robot
             it is measured (``executed_command`` against the commands sent), not told.
+        link: a late command link between planner and env (``simdist_core.eval.late_link``) instead of
+            ``action_delay``: each command's delay changes from step to step and some steps get no fresh command.
+            With ``compensate_delay`` the planner plans around the median delay of the last steps, as the planner
+            node does (``simdist_core.planning.in_flight``). Reset here at the episode's start.
         command_ramp_s: ramp the velocity command the planner sees from rest to the task's over this long
             (``simdist_core.planning.command_ramp``; 0: the task's command at once). The observations the
             planner, ``on_reset`` and ``on_step`` get carry the ramped command, as the live graph's encoder
@@ -115,7 +122,11 @@ def run_episode(
     if action_delay < 0 or robot_latency_steps < 0:
         raise ValueError(f"run_episode: action_delay and robot_latency_steps must be >= 0, got {action_delay}, "
                          f"{robot_latency_steps}")
+    if link is not None and (action_delay or robot_latency_steps or exploration_std > 0):
+        raise ValueError("run_episode: a late link brings its own delay; action_delay, robot_latency_steps and "
+                         "exploration_std must be 0 with it")
     in_flight = DelayLine(action_delay, env.spec.action_dim, np.float32)  # the pipeline delay the robot measures
+    reported = InFlightCommands()  # with a link: the commands sent and the delays the robot reported
     # The actions sent in the last ``lookahead`` periods act on the steps before this tick's action can; the robot's
     # own latency queue starts with the default pose (zeros), as ``waiting`` below does.
     lookahead = action_delay + robot_latency_steps if compensate_delay else 0
@@ -129,13 +140,18 @@ def run_episode(
         on_reset(obs)
     history.reset(obs)
     planner.reset()
+    if link is not None:
+        link.reset()
     stats = EpisodeStats(steps=0, metrics={})
     # Nobody looks at the plan's own predicted rollout unless ``on_plan`` does: skip that model call.
     plan_kwargs = {"predict_mean": False} if on_plan is None and isinstance(planner, MPPIPlanner) else {}
     for _ in range(max_steps):
         start = time.perf_counter()
         with torch.no_grad():
-            if lookahead:
+            if link is not None:
+                committed = reported.committed(planner.cfg.horizon) if compensate_delay else None
+                plan_out = planner.plan(history.model_input(device), committed=committed, **plan_kwargs)
+            elif lookahead:
                 waiting = [np.zeros(env.spec.action_dim, np.float32)] * (lookahead - len(sent))
                 plan_out = planner.plan(history.model_input(device), committed=np.stack([*waiting, *sent]),
                                         **plan_kwargs)
@@ -149,8 +165,13 @@ def run_episode(
         if exploration_std > 0:
             action = action + exploration_std * rng.standard_normal(action.shape).astype(np.float32)
         action = np.clip(action, -1.0, 1.0).astype(np.float32)
-        sent.append(action)
-        action = in_flight.push(action)
+        if link is not None:
+            reported.sent(action)
+            action, delay = link.step(action, _plan_rows(plan_out))
+            reported.reported(-1.0 if delay is None else float(delay))
+        else:
+            sent.append(action)
+            action = in_flight.push(action)
         result = env.step(action)
         if ramp is not None:
             result = dataclasses.replace(result, obs=_with_command(result.obs, ramp.step(result.obs["command"])))
@@ -165,6 +186,17 @@ def run_episode(
             break
     stats.metrics = {k: float(v) for k, v in env.metrics().items()}
     return stats
+
+
+def _plan_rows(plan_out: Any) -> np.ndarray | None:  # noqa: ANN401
+    """The plan's mean for a link that plays plans (row k acts k periods after the observation).
+
+    None without one: a fallback, or a planner that returns only an action.
+    """
+    mean = getattr(plan_out, "mean", None)
+    if mean is None or getattr(plan_out, "fallback", None):
+        return None
+    return np.clip(np.asarray(mean, np.float32), -1.0, 1.0)
 
 
 def _with_command(obs: dict[str, np.ndarray], command: np.ndarray) -> dict[str, np.ndarray]:
