@@ -156,6 +156,29 @@ def test_stamped_command_carries_its_observation_stamp_and_reads_as_a_plain_comm
     assert msgs.command_stamp_ns(msg) is None
 
 
+def test_command_carrying_its_plan_reads_as_its_action_and_gives_the_plan():
+    plan = np.arange(12, dtype=np.float64).reshape(3, 4) / 20
+    msg = msgs.make_command(plan[1], T_NS, plan)
+    assert msgs.command_stamp_ns(msg) == T_NS
+    np.testing.assert_allclose(msgs.command_to_array(msg, 4), plan[1])  # a driver that reads the action only
+    np.testing.assert_allclose(msgs.command_plan(msg, 4), plan)
+    assert msgs.command_plan(msgs.make_command(plan[0], T_NS), 4) is None
+
+
+@pytest.mark.parametrize(("change", "match"), [
+    (lambda m: m.layout.dim[1].__setattr__("stride", 3), "plan dimension"),
+    (lambda m: m.layout.dim[1].__setattr__("size", 0), "plan dimension"),
+    (lambda m: m.layout.dim[1].__setattr__("size", msgs.MAX_PLAN_ROWS + 1), "plan dimension"),
+    (lambda m: m.layout.dim[1].__setattr__("size", 2), "expected 12"),
+    (lambda m: m.data.__setitem__(9, math.nan), "non-finite"),
+])
+def test_forged_plans_are_refused(change, match):
+    msg = msgs.make_command(np.zeros(4), T_NS, np.zeros((3, 4)))
+    change(msg)
+    with pytest.raises(msgs.MessageError, match=match):
+        msgs.command_plan(msg, 4)
+
+
 def test_latent_round_trip_keeps_exact_stamp_and_shapes():
     z = np.linspace(-1, 1, 64, dtype=np.float32)
     ctx = np.arange(51 * 64, dtype=np.float32).reshape(51, 64)

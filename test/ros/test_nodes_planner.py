@@ -79,8 +79,13 @@ def test_planner_node_plans_holds_and_hot_swaps(tmp_path):
         # 2. Fresh latents: planned (non-zero) commands, plans over the horizon, rollout markers.
         commands.clear()
         assert obs.spin_until(lambda: len(commands) >= 20 and len(markers) >= 5, 60.0, on_spin=feed)
-        planned = [np.asarray(c.data) for c in commands]
+        planned = [msgs.command_to_array(c, 12) for c in commands]
         assert all(a.shape == (12,) and np.all(np.abs(a) <= 1.0) for a in planned)
+        # Each planned command carries its plan (send_plan); undelayed, the action is the plan's first row.
+        carried = [msgs.command_plan(c, 12) for c in commands if np.any(msgs.command_to_array(c, 12) != 0.0)]
+        assert carried and all(p is not None and p.shape == (25, 12) and np.all(np.abs(p) <= 1.0) for p in carried)
+        assert all(np.allclose(p[0], msgs.command_to_array(c, 12), atol=1e-6) for c, p in
+                   zip((c for c in commands if np.any(msgs.command_to_array(c, 12) != 0.0)), carried, strict=True))
         assert sum(1 for a in planned if np.any(a != 0.0)) >= 10, "fresh latents must give planned actions"
         assert len(plans[-1].points) == 25 and tuple(plans[-1].joint_names) == JOINT_NAMES
         targets = msgs.plan_to_array(plans[-1], 12)  # joint targets in rad, as the driver converts the command
@@ -110,7 +115,12 @@ def test_planner_node_plans_holds_and_hot_swaps(tmp_path):
             latent_pub.publish(msgs.make_latent({"z": z, "context": ctx, "episode": np.array([7.0]),
                                                  "applied_delay": np.ones(1)}, obs.node.get_clock().now().nanoseconds))
         delayed_feed = every(1.0 / HZ, send_delayed)
+        commands.clear()
         assert obs.spin_until(lambda: _int(diags, "compensated_delay_1") >= 5, 30.0, on_spin=delayed_feed)
+        # Planned one period ahead, the action is the plan's row 1; row 0 is the command already in flight.
+        late = [c for c in commands if msgs.command_plan(c, 12) is not None][-3:]
+        assert late and all(np.allclose(msgs.command_plan(c, 12)[1], msgs.command_to_array(c, 12), atol=1e-6)
+                            for c in late)
         assert _int(diags, "warm_start_resets") == 2  # same episode
         # The planner reports the Gaussian sample count it plans with (the configured 16 at most).
         assert 0 <= _int(diags, "num_samples") <= 16

@@ -210,7 +210,7 @@ def test_sim_robot_measures_the_observation_to_command_delay():
     node = NodeProcess("sim_robot_node", params, "sim_robot", ns)
     obs = Observer(ns)
     dt_ns = 20_000_000
-    lag = {"periods": 0}
+    lag: dict = {"periods": 0}
     try:
         joints = obs.collect(JointState, topics.JOINT_STATES, qos.SENSOR)
         diags = obs.collect(DiagnosticArray, topics.DIAGNOSTICS, qos.RELIABLE)
@@ -222,7 +222,9 @@ def test_sim_robot_measures_the_observation_to_command_delay():
                 stamp = msgs.stamp_to_ns(joints[-1].header.stamp)
                 if stamp not in answered:
                     answered.add(stamp)
-                    cmd_pub.publish(msgs.make_command(np.zeros(12), stamp - lag["periods"] * dt_ns))
+                    plan = lag.get("plan")
+                    action = np.zeros(12) if plan is None else plan[0]
+                    cmd_pub.publish(msgs.make_command(action, stamp - lag["periods"] * dt_ns, plan))
 
         def counts():
             values = diag_values(diags, "sim robot")
@@ -237,6 +239,15 @@ def test_sim_robot_measures_the_observation_to_command_delay():
 
         lag["periods"] = 1  # now answer one period late: lockstep times out and applies it, counted as delay 1
         assert obs.spin_until(lambda: counts().get("command_delay_periods_1", 0) >= 3, 60.0, on_spin=answer), counts()
+
+        # A late command that carries its plan is applied at the row for its delay: row 1, not the action (row 0).
+        executed = obs.collect(Float64MultiArray, topics.EXECUTED_COMMAND, qos.executed(50.0))
+        lag["plan"] = np.array([[0.01 * (k + 1)] * 12 for k in range(4)])
+        assert obs.spin_until(lambda: any(np.allclose(m.data, 0.02) for m in executed), 60.0, on_spin=answer), \
+            [list(m.data)[:1] for m in executed][-5:]
+        assert not any(np.allclose(m.data, 0.01) for m in executed), "the plan's row 0 is for a step already gone"
+        assert obs.spin_until(lambda: int(diag_values(diags, "sim robot").get("plan_row_steps", 0)) >= 1, 30.0,
+                              on_spin=answer)
     finally:
         obs.close()
         rc = node.stop()

@@ -19,8 +19,12 @@ of :func:`observation_shapes`.
 Command wire format (``std_msgs/Float64MultiArray`` on ``topics.COMMAND``): ``data`` = the normalised
 action, as any forward-command publisher sends it. The planner adds ``layout.dim[0]`` labelled
 ``"stamp"`` (same encoding as the latent) = the stamp of the observation the command was computed from,
-so the robot can measure the observation-to-actuation delay; consumers read ``data`` only, and a command
-without the stamp (a teleop tool, ``ros2 topic pub``) is just as valid.
+so the robot can measure the observation-to-actuation delay; a command without the stamp (a teleop tool,
+``ros2 topic pub``) is just as valid. With its ``send_plan`` parameter on, the planner also sends its plan:
+``layout.dim[1]`` labelled ``"plan"``, ``size`` = K rows, ``stride`` = A, and ``data`` = the action followed by
+K x A values, row k the action for k periods after the stamp (``command_plan``). A robot that applies a command
+late applies the row its delay points at instead of repeating the action (``simdist_core.planning.in_flight``);
+a consumer that reads ``data`` as one action (a plain forward-command controller) needs ``send_plan`` off.
 """
 
 from __future__ import annotations
@@ -314,11 +318,22 @@ def make_float64_array(values: np.ndarray) -> Float64MultiArray:
     return Float64MultiArray(data=[float(v) for v in np.ravel(values)])
 
 
-def make_command(action: np.ndarray, obs_t_ns: int) -> Float64MultiArray:
-    """A forward command stamped with the observation it was computed from (see the module docstring)."""
-    msg = make_float64_array(action)
+MAX_PLAN_ROWS = 64
+"""Most plan rows a command may carry (a longer plan is refused as malformed)."""
+
+
+def make_command(action: np.ndarray, obs_t_ns: int, plan: np.ndarray | None = None) -> Float64MultiArray:
+    """A forward command stamped with the observation it was computed from (see the module docstring).
+
+    ``plan``: (K, A), row k for k periods after that observation, carried after the action (None: the action only).
+    """
+    action = np.ravel(action)
+    rows = None if plan is None else np.asarray(plan, np.float64).reshape(-1, action.size)
+    msg = make_float64_array(action if rows is None else np.concatenate([action, rows.ravel()]))
     stamp = ns_to_stamp(obs_t_ns)
     msg.layout.dim.append(MultiArrayDimension(label="stamp", size=stamp.sec, stride=stamp.nanosec))
+    if rows is not None:
+        msg.layout.dim.append(MultiArrayDimension(label="plan", size=rows.shape[0], stride=action.size))
     return msg
 
 
@@ -331,14 +346,43 @@ def command_stamp_ns(msg: Float64MultiArray) -> int | None:
 
 
 def command_to_array(msg: Float64MultiArray, action_dim: int) -> np.ndarray:
-    """Normalised action ``(A,)`` float32 from a forward command.
+    """Normalised action ``(A,)`` float32 from a forward command (its first A values when it carries a plan).
 
     Values outside [-1, 1] are returned unclipped: the consumer clamps and logs what it clamped.
 
     Raises:
-        MessageError: wrong length or non-finite values.
+        MessageError: wrong length (for the plan it says it carries), a malformed plan dimension, non-finite values.
     """
-    return _vector("joint_command", msg.data, action_dim, np.float32)
+    rows = _plan_rows(msg, action_dim)
+    if rows and len(msg.data) != action_dim * (1 + rows):
+        raise MessageError(f"joint_command with a {rows}-row plan has {len(msg.data)} element(s), "
+                           f"expected {action_dim * (1 + rows)}")
+    return _vector("joint_command", msg.data[:action_dim] if rows else msg.data, action_dim, np.float32)
+
+
+def command_plan(msg: Float64MultiArray, action_dim: int) -> np.ndarray | None:
+    """The plan a command carries, ``(K, A)`` float32 (row k: k periods after its stamp), or None without one.
+
+    Raises:
+        MessageError: as ``command_to_array``, or non-finite plan values.
+    """
+    command_to_array(msg, action_dim)  # the same length and action checks
+    rows = _plan_rows(msg, action_dim)
+    if not rows:
+        return None
+    plan = _finite("joint_command plan", np.asarray(msg.data[action_dim:], np.float32))
+    return plan.reshape(rows, action_dim)
+
+
+def _plan_rows(msg: Float64MultiArray, action_dim: int) -> int:
+    """Rows of the plan ``layout.dim[1]`` announces (0: none)."""
+    dims = list(msg.layout.dim)
+    if len(dims) < 2 or dims[1].label != "plan":
+        return 0
+    if not 1 <= dims[1].size <= MAX_PLAN_ROWS or dims[1].stride != action_dim:
+        raise MessageError(f"joint_command plan dimension (size {dims[1].size}, stride {dims[1].stride}): "
+                           f"expected 1..{MAX_PLAN_ROWS} rows of {action_dim}")
+    return int(dims[1].size)
 
 
 # ------------------------------------------------------------------------------ Latent and observation

@@ -120,6 +120,12 @@ class PlannerParams:
     """Plan for the state the command will act on: estimate the delay d (periods from the observation to the step
     the command will act on, from the latent's age and the plans' own duration) and start every candidate with the
     last d commands sent, executing the plan's step d (``MPPIPlanner.plan_latent``'s ``committed``)."""
+    send_plan: bool
+    """Send the plan's mean with each command (``msgs.make_command``), so a robot that applies it late plays the
+    row for the step it acts on instead of repeating the action (the simulated robot's ``play_plan``). Emulated
+    with the commands of a graph on one busy core, repeating kept 0.70 of the on-time distance on Go2 foam and
+    playing the plan 0.98 (``bench_results/GO2_LATE_LINK.md``). Off for a robot that reads a command's data as
+    one action (a plain forward-command controller)."""
     plan_time_fraction: float
     """Share of the control period a plan may take; the Gaussian sample count steps down when the plans' p90
     exceeds it and back up (never above the preset's) when there is room (``deadline.SampleBudget``). 0 = fixed."""
@@ -158,6 +164,7 @@ ROWS = (
     P("frame_id", "", "Frame of the predicted rollout markers; empty = base_yaw (Go2), base (UR5e)"),
     P("torch_threads", 1, "torch intra-op threads", lo=1, hi=64, read_only=True),
     P("compensate_delay", True, "Plan for the state the command will act on (measured delay, commands in flight)"),
+    P("send_plan", True, "Send the plan with each command, for a robot that plays it when a command is late"),
     P("plan_time_fraction", 0.6, "Share of the control period a plan may take (fewer samples past it); 0 = fixed",
       lo=0.0, hi=1.0, read_only=True),
     P("update_dir", "", "Folder model updates load from (= finetuner output_dir); empty = accept no updates",
@@ -319,8 +326,11 @@ class PlannerNode(Node):
         visualise = bool(params.rollout_every_n) and self.stats.ticks % params.rollout_every_n == 0
         action, result = self._decide(now_ns, params)
         answered = self._planned_obs_ns if result is not None else None
-        self._cmd_pub.publish(msgs.make_command(action, answered) if answered is not None
-                              else msgs.make_float64_array(action))
+        if answered is None:
+            self._cmd_pub.publish(msgs.make_float64_array(action))
+        else:
+            plan = _plan_rows(result) if params.send_plan else None
+            self._cmd_pub.publish(msgs.make_command(action, answered, plan))
         self._in_flight.sent(action)
         self._count("commands")
         if result is not None and visualise:  # after the command: the sampled rollouts cost one more prediction
@@ -471,6 +481,14 @@ def _update_source(params: PlannerParams) -> dict[str, Any]:
         return {"update_dir": None, "key": None}
     return {"update_dir": Path(params.update_dir).expanduser().absolute(),
             "key": read_key(Path(params.update_key_file).expanduser())}
+
+
+def _plan_rows(result: Any) -> np.ndarray | None:  # noqa: ANN401  (PlanResult)
+    """The plan's mean to send with a command, in [-1, 1]; None for a fallback (its mean is no plan)."""
+    if getattr(result, "fallback", None) or getattr(result, "mean", None) is None:
+        return None
+    plan = np.clip(np.asarray(_numpy(result.mean), np.float64), -1.0, 1.0)
+    return plan if np.all(np.isfinite(plan)) else None
 
 
 def _numpy(x: Any) -> np.ndarray:  # noqa: ANN401  (tensor or array)

@@ -30,7 +30,9 @@ Timing, measured: a planner command carries the stamp of the observation it answ
 step (``fresh_command_steps``) and how many control periods old the answered observation is when the
 command starts acting (``command_delay_periods_<n>``: 0 = it answers the state the step starts from, as in
 the in-process evaluation; 1 = one period late; ...). In lockstep mode a step waits for the command that
-answers the newest observation, so the delay is 0 by construction.
+answers the newest observation, so the delay is 0 by construction. A command that carries the plan (the planner's
+``send_plan``) is applied at the row for its delay (``play_plan``, counted in ``plan_row_steps``): a step that gets
+no fresh command plays the plan on instead of repeating an action planned for an older state.
 
 Safety, as in a real driver: a command older than ``command_timeout_s`` of sim time (or none at all)
 -> hold the default pose (zero action), counted and logged; out-of-range commands are clamped and
@@ -64,6 +66,7 @@ from rclpy.qos import QoSProfile
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Image, Imu, JointState
 from simdist_core.config import parse_overrides
+from simdist_core.planning.in_flight import plan_row
 from simdist_core.robots import get_robot
 from simdist_core.sim.base import RobotEnv, make_env
 from simdist_core.sim.pacing import RealTimeGovernor
@@ -104,6 +107,10 @@ class SimRobotParams:
     """0: pace at ``real_time_factor``; > 0: slow down to this while the control loop misses commands."""
     command_timeout_s: float
     """Sim seconds after which a command is stale (watchdog -> default pose)."""
+    play_plan: bool
+    """A stamped command that carries the plan (the planner's ``send_plan``): apply the row for the step it acts
+    on, d periods after its observation, instead of repeating its action while no newer command has arrived
+    (``simdist_core.planning.in_flight.plan_row``)."""
     lockstep: bool
     """After each step wait (wall clock) for the next command before stepping again: sim time then runs as
     fast as the slowest node allows, so results do not depend on the CPU (``real_time_factor`` still caps it)."""
@@ -133,6 +140,7 @@ ROWS = (
     P("real_time_factor_floor", 0.0, "0 = fixed pace; > 0 = slow down to this while the loop misses commands",
       lo=0.0, hi=1000.0, read_only=True),
     P("command_timeout_s", 0.2, "Sim seconds after which a command is stale (watchdog)", lo=0.0, hi=10.0),
+    P("play_plan", True, "Apply the row of a plan-carrying command for the step it acts on (else its action)"),
     P("lockstep", False, "Wait for a command after every step (CPU-independent sim time)"),
     P("lockstep_timeout_s", 2.0, "Lockstep: wall seconds to wait for a command", lo=0.001, hi=600.0),
     P("reset_on_fall", True, "Reset the task when the robot falls"),
@@ -158,15 +166,15 @@ class SimRobotNode(Node):
         self.names = joint_names(self.spec.name)
         self.dt_ns = int(round(1e9 / self.spec.control_hz))
         self.sim_ns = 0
-        self._command: tuple[np.ndarray, int, int | None, int] | None = None
-        """(action, sim time received, stamp of the observation it answers or None, arrival number)."""
+        self._command: tuple[np.ndarray, int, int | None, int, np.ndarray | None] | None = None
+        """(action, sim time received, stamp of the observation it answers or None, arrival number, plan or None)."""
         self._applied_arrival = -1
         self._lock = threading.Lock()
         self._env_lock = threading.Lock()  # the sim thread steps, the diagnostics timer reads metrics
         self._cmd_cond = threading.Condition()  # lockstep: the sim thread waits for the next command
         self.counts = {"steps": 0, "episodes": 1, "falls": 0, "successes": 0, "time_limits": 0, "watchdog_holds": 0,
                        "clamped_commands": 0, "bad_commands": 0, "commands": 0, "estop_holds": 0,
-                       "fresh_command_steps": 0, "unstamped_command_steps": 0,
+                       "fresh_command_steps": 0, "unstamped_command_steps": 0, "plan_row_steps": 0,
                        **{_delay_key(n): 0 for n in range(DELAY_BINS + 1)}}  # fmt: skip
         self._watchdog_active = True
         self._governor: RealTimeGovernor | None = None  # made by the sim thread when the pace may follow the loop
@@ -222,13 +230,14 @@ class SimRobotNode(Node):
     def _on_command(self, msg: Float64MultiArray) -> None:
         try:
             action = msgs.command_to_array(msg, self.spec.action_dim)
+            plan = msgs.command_plan(msg, self.spec.action_dim)
         except msgs.MessageError as exc:
             self._count("bad_commands")
             self.get_logger().warning(f"ignoring command: {exc}", throttle_duration_sec=1.0)
             return
         with self._lock:
             self.counts["commands"] += 1
-            self._command = (action, self.sim_ns, msgs.command_stamp_ns(msg), self.counts["commands"])
+            self._command = (action, self.sim_ns, msgs.command_stamp_ns(msg), self.counts["commands"], plan)
         with self._cmd_cond:
             self._cmd_cond.notify_all()
 
@@ -276,15 +285,20 @@ class SimRobotNode(Node):
         self._count_timing(latest)
         self._applied_stamp_ns = latest[2]
         action = latest[0]
+        plan, stamp_ns = latest[4], latest[2]
+        if plan is not None and stamp_ns is not None and self._tunable.current.play_plan:
+            periods = int(round((self.sim_ns - stamp_ns) / self.dt_ns))
+            action = plan_row(plan, periods)
+            self._count("plan_row_steps")
         clipped = np.clip(action, -1.0, 1.0)
         if not np.array_equal(clipped, action):
             self._count("clamped_commands")
             self.get_logger().warning(f"clamped command to [-1, 1]: {action}", throttle_duration_sec=1.0)
         return clipped
 
-    def _count_timing(self, command: tuple[np.ndarray, int, int | None, int]) -> None:
+    def _count_timing(self, command: tuple[np.ndarray, int, int | None, int, np.ndarray | None]) -> None:
         """Count a fresh command and the delay of the observation it answers (see the module docstring)."""
-        _, _, stamp_ns, arrival = command
+        _, _, stamp_ns, arrival, _ = command
         with self._lock:
             if arrival != self._applied_arrival:
                 self.counts["fresh_command_steps"] += 1

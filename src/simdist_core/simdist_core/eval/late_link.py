@@ -24,6 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from simdist_core.planning.in_flight import plan_row
+
 
 @dataclass(frozen=True, kw_only=True)
 class LinkTiming:
@@ -107,7 +109,7 @@ class LateLink:
         self.counts["fresh_command_steps"] += int(fresh)
         self.delay_counts[min(delay, len(self.delay_counts) - 1)] += 1
         self._t += 1
-        return cmd_rows[min(delay, len(cmd_rows) - 1)].copy(), delay
+        return plan_row(cmd_rows, delay).copy(), delay
 
     def summary(self) -> dict[str, float]:
         """Fresh-command fraction and the share of steps per delay (of the steps with a command)."""

@@ -1,0 +1,65 @@
+"""Reading of ``GO2_PLAY_PLAN_GRAPH.md``: the robot playing the plan or repeating the command, graph on one core.
+
+Reads ``bench_results/go2_play_plan_graph/parity_<arm>.json`` (arms ``P_hold_a``, ``P_play_a``, ``P_play_b``,
+``P_hold_b``) and writes ``bench_results/go2_play_plan_graph.json``.
+Run from the repository root: ``python bench_results/go2_play_plan_graph.py``.
+"""
+
+import json
+from pathlib import Path
+
+from go2_delay_randomised import pooled_difference as diff
+from go2_delay_randomised import summary
+from simdist_core.eval.stats import episode_values
+
+TASK = "go2/foam"
+DIR = Path("bench_results/go2_play_plan_graph")
+SEEDS = list(range(63500, 63530))
+ON_TIME_IN_PROCESS = "bench_results/go2_delay_randomised/eval_ship_0.json"
+
+
+def arm(name: str, out: dict) -> list[float]:
+    """Per-episode progress of one graph arm, in seed order, after checking it is the protocol's run."""
+    report = json.loads((DIR / f"parity_{name}.json").read_text())
+    (task,) = report["tasks"]
+    g = task["graph"]
+    hold = "planner.send_plan=false" in report["set"]
+    if (task["task"] != TASK or report["rtf"] != 1.0 or report["lockstep"] or report["seconds"] != 10.0
+            or Path(report["checkpoint"]).name != "go2" or hold != ("hold" in name)):
+        raise SystemExit(f"{name}: not the protocol's run")
+    by_seed = {e["seed"]: e for e in g["per_episode"]}
+    if sorted(by_seed) != SEEDS:
+        raise SystemExit(f"{name}: episodes {sorted(by_seed)[:3]}… are not seeds {SEEDS[0]}–{SEEDS[-1]}")
+    episodes = [by_seed[s] for s in SEEDS]
+    values = episode_values(episodes, TASK)
+    robot = g["diagnostics_end"]["sim_robot"]
+    steps = int(robot["steps"])
+    out["graph"][name] = {**summary(values, episodes), "delay_zero_fraction": g["delay_zero_fraction"],
+                          "ticks_kept": g["ticks_kept"], "planner_ticks_kept": g["planner_ticks_kept"],
+                          "achieved_rtf": g["achieved_rtf"], "delay_periods_histogram": g["delay_periods_histogram"],
+                          "plan_row_step_fraction": round(int(robot.get("plan_row_steps", 0)) / steps, 4),
+                          "load_avg_1m": task.get("load_avg_1m_graph")}
+    return values
+
+
+def main() -> None:
+    """Every reading of the protocol, and its verdict."""
+    out: dict = {"protocol": "bench_results/GO2_PLAY_PLAN_GRAPH.md", "task": TASK, "seeds": [SEEDS[0], SEEDS[-1]],
+                 "graph": {}}
+    v = {name: arm(name, out) for name in ("P_hold_a", "P_play_a", "P_play_b", "P_hold_b")}
+    on_time = json.loads(Path(ON_TIME_IN_PROCESS).read_text())["forward_progress_m"]
+    for reading in out["graph"].values():
+        reading["graph_over_in_process_on_time"] = round(reading["progress_m"] / on_time, 3)
+    out["in_process_on_time_m"] = round(on_time, 3)
+    out["play_minus_hold"] = diff([v["P_play_a"], v["P_play_b"]], [v["P_hold_a"], v["P_hold_b"]])
+    out["drift_hold_b_minus_a"] = diff([v["P_hold_b"]], [v["P_hold_a"]])
+    late = max(out["graph"][f"P_hold_{r}"]["delay_zero_fraction"] for r in "ab") <= 0.9
+    ci = out["play_minus_hold"]["ci95"]
+    out["verdict"] = {"graph_was_late": late, "playing_the_plan_wins": late and ci[0] > 0,
+                      "playing_the_plan_loses": ci[1] < 0}
+    Path("bench_results/go2_play_plan_graph.json").write_text(json.dumps(out, indent=1) + "\n")
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
