@@ -47,7 +47,8 @@ def main() -> None:
     out["hold_over_on_time"] = round(ratio, 3)
     out["play_minus_hold"] = diff([play], [hold])
     out["hold_minus_untold"] = diff([hold], [untold])
-    out["play_over_on_time"] = round(out["arms"]["play"]["progress_m"] / out["arms"]["ship@0"]["progress_m"], 3)
+    for arm in ("play", "hold_untold"):
+        out[f"{arm}_over_on_time"] = round(out["arms"][arm]["progress_m"] / out["arms"]["ship@0"]["progress_m"], 3)
     assert len(on_time) == SEEDS[1]
     out["verdict"] = {
         "reproduces_the_graph_loss": abs(ratio - GRAPH_RATIO) <= 0.08,
