@@ -36,10 +36,7 @@ def graph(arm: str, out: dict) -> list[float]:
     if (task["task"] != TASK or report["rtf"] != 1.0 or report["lockstep"] or report["seconds"] != 10.0
             or Path(report["checkpoint"]).name != CHECKPOINTS[model] or compensate_off != (model != "ship")):
         raise SystemExit(f"{arm}: not the protocol's run")
-    by_seed = {e["seed"]: e for e in g["per_episode"]}
-    if sorted(by_seed) != SEEDS:
-        raise SystemExit(f"{arm}: episodes {sorted(by_seed)[:3]}… are not seeds {SEEDS[0]}–{SEEDS[-1]}")
-    episodes = [by_seed[s] for s in SEEDS]
+    episodes = in_seed_order(g["per_episode"], SEEDS, arm)
     values = episode_values(episodes, TASK)
     out["graph"][arm] = {**summary(values, episodes),
                          "delay_zero_fraction": g["delay_zero_fraction"], "ticks_kept": g["ticks_kept"],
@@ -48,6 +45,14 @@ def graph(arm: str, out: dict) -> list[float]:
                          "load_avg_1m": task.get("load_avg_1m_graph"),
                          "in_process_at_delay_0": task["in_process_summary"]["metric_mean"]}
     return values
+
+
+def in_seed_order(per_episode: list[dict], seeds: list[int], arm: str) -> list[dict]:
+    """A graph arm's episodes in ``seeds`` order; exits if they are not exactly those seeds."""
+    by_seed = {e["seed"]: e for e in per_episode}
+    if sorted(by_seed) != seeds:
+        raise SystemExit(f"{arm}: episodes {sorted(by_seed)[:3]}… are not seeds {seeds[0]}–{seeds[-1]}")
+    return [by_seed[s] for s in seeds]
 
 
 def main() -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from go2_delay_randomised import pooled_difference as diff
 from go2_delay_randomised import summary
+from go2_delay_vs_shipped import in_seed_order
 from simdist_core.eval.stats import episode_values
 
 TASK = "go2/foam"
@@ -32,10 +33,7 @@ def arm(name: str, out: dict, seeds: list[int] = SEEDS) -> list[float]:
     if (task["task"] != TASK or report["rtf"] != 1.0 or report["lockstep"] or report["seconds"] != 10.0
             or Path(report["checkpoint"]).name != "go2" or hold != ("hold" in name)):
         raise SystemExit(f"{name}: not the protocol's run")
-    by_seed = {e["seed"]: e for e in g["per_episode"]}
-    if sorted(by_seed) != seeds:
-        raise SystemExit(f"{name}: episodes {sorted(by_seed)[:3]}… are not seeds {seeds[0]}–{seeds[-1]}")
-    episodes = [by_seed[s] for s in seeds]
+    episodes = in_seed_order(g["per_episode"], seeds, name)
     values = episode_values(episodes, TASK)
     robot = g["diagnostics_end"]["sim_robot"]
     steps = int(robot["steps"])
@@ -48,21 +46,29 @@ def arm(name: str, out: dict, seeds: list[int] = SEEDS) -> list[float]:
     return values
 
 
+def abba(prefix: str, out: dict, seeds: list[int]) -> dict[str, list[float]]:
+    """The arms ``<prefix>_hold_a``, ``_play_a``, ``_play_b``, ``_hold_b``: play − hold, drift, verdict into ``out``."""
+    v = {name: arm(name, out, seeds) for name in (f"{prefix}_hold_a", f"{prefix}_play_a", f"{prefix}_play_b",
+                                                   f"{prefix}_hold_b")}
+    out["play_minus_hold"] = diff([v[f"{prefix}_play_a"], v[f"{prefix}_play_b"]],
+                                  [v[f"{prefix}_hold_a"], v[f"{prefix}_hold_b"]])
+    out["drift_hold_b_minus_a"] = diff([v[f"{prefix}_hold_b"]], [v[f"{prefix}_hold_a"]])
+    late = max(out["graph"][f"{prefix}_hold_{r}"]["delay_zero_fraction"] for r in "ab") <= 0.9
+    ci = out["play_minus_hold"]["ci95"]
+    out["verdict"] = {"graph_was_late": late, "playing_the_plan_wins": late and ci[0] > 0,
+                      "playing_the_plan_loses": ci[1] < 0}
+    return v
+
+
 def main() -> None:
     """Every reading of the protocol, and its verdict."""
     out: dict = {"protocol": "bench_results/GO2_PLAY_PLAN_GRAPH.md", "task": TASK, "seeds": [SEEDS[0], SEEDS[-1]],
                  "graph": {}}
-    v = {name: arm(name, out) for name in ("P_hold_a", "P_play_a", "P_play_b", "P_hold_b")}
+    abba("P", out, SEEDS)
     on_time = json.loads(Path(ON_TIME_IN_PROCESS).read_text())["forward_progress_m"]
     for reading in out["graph"].values():
         reading["graph_over_in_process_on_time"] = round(reading["progress_m"] / on_time, 3)
     out["in_process_on_time_m"] = round(on_time, 3)
-    out["play_minus_hold"] = diff([v["P_play_a"], v["P_play_b"]], [v["P_hold_a"], v["P_hold_b"]])
-    out["drift_hold_b_minus_a"] = diff([v["P_hold_b"]], [v["P_hold_a"]])
-    late = max(out["graph"][f"P_hold_{r}"]["delay_zero_fraction"] for r in "ab") <= 0.9
-    ci = out["play_minus_hold"]["ci95"]
-    out["verdict"] = {"graph_was_late": late, "playing_the_plan_wins": late and ci[0] > 0,
-                      "playing_the_plan_loses": ci[1] < 0}
     Path("bench_results/go2_play_plan_graph.json").write_text(json.dumps(out, indent=1) + "\n")
     print(json.dumps(out, indent=1))
 
@@ -71,15 +77,9 @@ def replication() -> None:
     """``GO2_PLAY_PLAN_GRAPH_REPLICATION.md``: the same arms on new seeds, and both protocols pooled."""
     out: dict = {"protocol": "bench_results/GO2_PLAY_PLAN_GRAPH_REPLICATION.md", "task": TASK,
                  "seeds": [REPLICATION_SEEDS[0], REPLICATION_SEEDS[-1]], "graph": {}}
-    v = {name: arm(name, out, REPLICATION_SEEDS) for name in ("R_hold_a", "R_play_a", "R_play_b", "R_hold_b")}
+    v = abba("R", out, REPLICATION_SEEDS)
     for reading in out["graph"].values():
         reading["graph_over_in_process_on_time"] = round(reading["progress_m"] / reading["parity_in_process_m"], 3)
-    out["play_minus_hold"] = diff([v["R_play_a"], v["R_play_b"]], [v["R_hold_a"], v["R_hold_b"]])
-    out["drift_hold_b_minus_a"] = diff([v["R_hold_b"]], [v["R_hold_a"]])
-    late = max(out["graph"][f"R_hold_{r}"]["delay_zero_fraction"] for r in "ab") <= 0.9
-    ci = out["play_minus_hold"]["ci95"]
-    out["verdict"] = {"graph_was_late": late, "playing_the_plan_wins": late and ci[0] > 0,
-                      "playing_the_plan_loses": ci[1] < 0}
     first: dict = {"graph": {}}
     p = {name: arm(name, first) for name in ("P_hold_a", "P_play_a", "P_play_b", "P_hold_b")}
     # Both protocols pooled: each protocol's runs are clusters over its own 30 episodes, concatenated.
