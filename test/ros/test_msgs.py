@@ -161,8 +161,8 @@ def test_command_carrying_its_plan_reads_as_its_action_and_gives_the_plan():
     msg = msgs.make_command(plan[1], T_NS, plan)
     assert msgs.command_stamp_ns(msg) == T_NS
     np.testing.assert_allclose(msgs.command_to_array(msg, 4), plan[1])  # a driver that reads the action only
-    np.testing.assert_allclose(msgs.command_plan(msg, 4), plan)
-    assert msgs.command_plan(msgs.make_command(plan[0], T_NS), 4) is None
+    np.testing.assert_allclose(msgs.read_command(msg, 4)[1], plan)
+    assert msgs.read_command(msgs.make_command(plan[0], T_NS), 4)[1] is None
 
 
 @pytest.mark.parametrize(("change", "match"), [
@@ -176,7 +176,9 @@ def test_forged_plans_are_refused(change, match):
     msg = msgs.make_command(np.zeros(4), T_NS, np.zeros((3, 4)))
     change(msg)
     with pytest.raises(msgs.MessageError, match=match):
-        msgs.command_plan(msg, 4)
+        msgs.read_command(msg, 4)
+    with pytest.raises(msgs.MessageError, match=match):  # a driver reading only the action drops it too
+        msgs.command_to_array(msg, 4)
 
 
 def test_latent_round_trip_keeps_exact_stamp_and_shapes():

@@ -82,7 +82,7 @@ def test_planner_node_plans_holds_and_hot_swaps(tmp_path):
         planned = [msgs.command_to_array(c, 12) for c in commands]
         assert all(a.shape == (12,) and np.all(np.abs(a) <= 1.0) for a in planned)
         # Each planned command carries its plan (send_plan); undelayed, the action is the plan's first row.
-        carried = [msgs.command_plan(c, 12) for c in commands if np.any(msgs.command_to_array(c, 12) != 0.0)]
+        carried = [msgs.read_command(c, 12)[1] for c in commands if np.any(msgs.command_to_array(c, 12) != 0.0)]
         assert carried and all(p is not None and p.shape == (25, 12) and np.all(np.abs(p) <= 1.0) for p in carried)
         assert all(np.allclose(p[0], msgs.command_to_array(c, 12), atol=1e-6) for c, p in
                    zip((c for c in commands if np.any(msgs.command_to_array(c, 12) != 0.0)), carried, strict=True))
@@ -118,8 +118,8 @@ def test_planner_node_plans_holds_and_hot_swaps(tmp_path):
         commands.clear()
         assert obs.spin_until(lambda: _int(diags, "compensated_delay_1") >= 5, 30.0, on_spin=delayed_feed)
         # Planned one period ahead, the action is the plan's row 1; row 0 is the command already in flight.
-        late = [c for c in commands if msgs.command_plan(c, 12) is not None][-3:]
-        assert late and all(np.allclose(msgs.command_plan(c, 12)[1], msgs.command_to_array(c, 12), atol=1e-6)
+        late = [c for c in commands if msgs.read_command(c, 12)[1] is not None][-3:]
+        assert late and all(np.allclose(msgs.read_command(c, 12)[1][1], msgs.command_to_array(c, 12), atol=1e-6)
                             for c in late)
         assert _int(diags, "warm_start_resets") == 2  # same episode
         # The planner reports the Gaussian sample count it plans with (the configured 16 at most).

@@ -22,7 +22,7 @@ action, as any forward-command publisher sends it. The planner adds ``layout.dim
 so the robot can measure the observation-to-actuation delay; a command without the stamp (a teleop tool,
 ``ros2 topic pub``) is just as valid. With its ``send_plan`` parameter on, the planner also sends its plan:
 ``layout.dim[1]`` labelled ``"plan"``, ``size`` = K rows, ``stride`` = A, and ``data`` = the action followed by
-K x A values, row k the action for k periods after the stamp (``command_plan``). A robot that applies a command
+K x A values, row k the action for k periods after the stamp (``read_command``). A robot that applies a command
 late applies the row its delay points at instead of repeating the action (``simdist_core.planning.in_flight``);
 a consumer that reads ``data`` as one action (a plain forward-command controller) needs ``send_plan`` off.
 """
@@ -346,32 +346,29 @@ def command_stamp_ns(msg: Float64MultiArray) -> int | None:
 
 
 def command_to_array(msg: Float64MultiArray, action_dim: int) -> np.ndarray:
-    """Normalised action ``(A,)`` float32 from a forward command (its first A values when it carries a plan).
+    """Normalised action ``(A,)`` float32 from a forward command (``read_command`` without the plan)."""
+    return read_command(msg, action_dim)[0]
 
-    Values outside [-1, 1] are returned unclipped: the consumer clamps and logs what it clamped.
+
+def read_command(msg: Float64MultiArray, action_dim: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """A forward command's action ``(A,)`` float32 and the plan it carries (None without one).
+
+    The plan is ``(K, A)`` float32, row k for k periods after the command's stamp. Values outside [-1, 1] are
+    returned unclipped: the consumer clamps and logs what it clamped.
 
     Raises:
-        MessageError: wrong length (for the plan it says it carries), a malformed plan dimension, non-finite values.
+        MessageError: wrong length (for the plan it says it carries), a malformed plan dimension, non-finite values
+            in the action or the plan.
     """
     rows = _plan_rows(msg, action_dim)
     if rows and len(msg.data) != action_dim * (1 + rows):
         raise MessageError(f"joint_command with a {rows}-row plan has {len(msg.data)} element(s), "
                            f"expected {action_dim * (1 + rows)}")
-    return _vector("joint_command", msg.data[:action_dim] if rows else msg.data, action_dim, np.float32)
-
-
-def command_plan(msg: Float64MultiArray, action_dim: int) -> np.ndarray | None:
-    """The plan a command carries, ``(K, A)`` float32 (row k: k periods after its stamp), or None without one.
-
-    Raises:
-        MessageError: as ``command_to_array``, or non-finite plan values.
-    """
-    command_to_array(msg, action_dim)  # the same length and action checks
-    rows = _plan_rows(msg, action_dim)
+    action = _vector("joint_command", msg.data[:action_dim] if rows else msg.data, action_dim, np.float32)
     if not rows:
-        return None
+        return action, None
     plan = _finite("joint_command plan", np.asarray(msg.data[action_dim:], np.float32))
-    return plan.reshape(rows, action_dim)
+    return action, plan.reshape(rows, action_dim)
 
 
 def _plan_rows(msg: Float64MultiArray, action_dim: int) -> int:

@@ -55,7 +55,7 @@ from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallba
 from rclpy.node import Node
 from simdist_core.planning.adapted_tie import AdaptedTie
 from simdist_core.planning.deadline import SampleBudget, SampleBudgetConfig
-from simdist_core.planning.in_flight import InFlightCommands
+from simdist_core.planning.in_flight import InFlightCommands, plan_to_send
 from simdist_core.planning.mppi import episode_noise_seed
 from simdist_core.planning.targets import plan_joint_targets
 from std_msgs.msg import Float32MultiArray, Float64MultiArray, String
@@ -329,7 +329,7 @@ class PlannerNode(Node):
         if answered is None:
             self._cmd_pub.publish(msgs.make_float64_array(action))
         else:
-            plan = _plan_rows(result) if params.send_plan else None
+            plan = plan_to_send(result) if params.send_plan else None
             self._cmd_pub.publish(msgs.make_command(action, answered, plan))
         self._in_flight.sent(action)
         self._count("commands")
@@ -481,14 +481,6 @@ def _update_source(params: PlannerParams) -> dict[str, Any]:
         return {"update_dir": None, "key": None}
     return {"update_dir": Path(params.update_dir).expanduser().absolute(),
             "key": read_key(Path(params.update_key_file).expanduser())}
-
-
-def _plan_rows(result: Any) -> np.ndarray | None:  # noqa: ANN401  (PlanResult)
-    """The plan's mean to send with a command, in [-1, 1]; None for a fallback (its mean is no plan)."""
-    if getattr(result, "fallback", None) or getattr(result, "mean", None) is None:
-        return None
-    plan = np.clip(np.asarray(_numpy(result.mean), np.float64), -1.0, 1.0)
-    return plan if np.all(np.isfinite(plan)) else None
 
 
 def _numpy(x: Any) -> np.ndarray:  # noqa: ANN401  (tensor or array)

@@ -229,8 +229,7 @@ class SimRobotNode(Node):
     # ---- commands ----------------------------------------------------------------------------------
     def _on_command(self, msg: Float64MultiArray) -> None:
         try:
-            action = msgs.command_to_array(msg, self.spec.action_dim)
-            plan = msgs.command_plan(msg, self.spec.action_dim)
+            action, plan = msgs.read_command(msg, self.spec.action_dim)
         except msgs.MessageError as exc:
             self._count("bad_commands")
             self.get_logger().warning(f"ignoring command: {exc}", throttle_duration_sec=1.0)

@@ -21,7 +21,7 @@ import torch
 from simdist_core.data.history import ObservationHistory
 from simdist_core.eval.late_link import LateLink
 from simdist_core.planning.command_ramp import ramp_for
-from simdist_core.planning.in_flight import InFlightCommands
+from simdist_core.planning.in_flight import InFlightCommands, plan_to_send
 from simdist_core.planning.mppi import MPPIPlanner
 from simdist_core.sim.base import DelayLine, RobotEnv, StepResult
 
@@ -167,7 +167,7 @@ def run_episode(
         action = np.clip(action, -1.0, 1.0).astype(np.float32)
         if link is not None:
             reported.sent(action)
-            action, delay = link.step(action, _plan_rows(plan_out))
+            action, delay = link.step(action, plan_to_send(plan_out))
             reported.reported(-1.0 if delay is None else float(delay))
         else:
             sent.append(action)
@@ -186,17 +186,6 @@ def run_episode(
             break
     stats.metrics = {k: float(v) for k, v in env.metrics().items()}
     return stats
-
-
-def _plan_rows(plan_out: Any) -> np.ndarray | None:  # noqa: ANN401
-    """The plan's mean for a link that plays plans (row k acts k periods after the observation).
-
-    None without one: a fallback, or a planner that returns only an action.
-    """
-    mean = getattr(plan_out, "mean", None)
-    if mean is None or getattr(plan_out, "fallback", None):
-        return None
-    return np.clip(np.asarray(mean, np.float32), -1.0, 1.0)
 
 
 def _with_command(obs: dict[str, np.ndarray], command: np.ndarray) -> dict[str, np.ndarray]:

@@ -71,3 +71,15 @@ def plan_row(plan: np.ndarray, delay: int) -> np.ndarray:
     a graph on one busy core, repeating the command kept 0.70 of the on-time distance on foam, playing the plan 0.98.
     """
     return plan[min(max(delay, 0), len(plan) - 1)]
+
+
+def plan_to_send(plan_out: object) -> np.ndarray | None:
+    """The plan a command carries: the plan's mean in [-1, 1] ((H, A), row k for k periods after its observation).
+
+    None for a fallback (its mean is no plan), a planner that returns only an action, or a non-finite mean.
+    """
+    mean = getattr(plan_out, "mean", None)
+    if mean is None or getattr(plan_out, "fallback", None):
+        return None
+    plan = np.clip(np.asarray(mean, np.float32), -1.0, 1.0)
+    return plan if np.all(np.isfinite(plan)) else None
