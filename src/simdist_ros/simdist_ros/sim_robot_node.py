@@ -281,12 +281,10 @@ class SimRobotNode(Node):
         if self._watchdog_active:
             self.get_logger().info("command watchdog: fresh commands, following them")
         self._watchdog_active = False
-        self._count_timing(latest)
+        periods = self._count_timing(latest)
         self._applied_stamp_ns = latest[2]
-        action = latest[0]
-        plan, stamp_ns = latest[4], latest[2]
-        if plan is not None and stamp_ns is not None and self._tunable.current.play_plan:
-            periods = int(round((self.sim_ns - stamp_ns) / self.dt_ns))
+        action, plan = latest[0], latest[4]
+        if plan is not None and periods is not None and self._tunable.current.play_plan:
             action = plan_row(plan, periods)
             self._count("plan_row_steps")
         clipped = np.clip(action, -1.0, 1.0)
@@ -295,8 +293,11 @@ class SimRobotNode(Node):
             self.get_logger().warning(f"clamped command to [-1, 1]: {action}", throttle_duration_sec=1.0)
         return clipped
 
-    def _count_timing(self, command: tuple[np.ndarray, int, int | None, int, np.ndarray | None]) -> None:
-        """Count a fresh command and the delay of the observation it answers (see the module docstring)."""
+    def _count_timing(self, command: tuple[np.ndarray, int, int | None, int, np.ndarray | None]) -> int | None:
+        """Count a fresh command and the delay of the observation it answers (see the module docstring).
+
+        Returns that delay in control periods (None: an unstamped command).
+        """
         _, _, stamp_ns, arrival, _ = command
         with self._lock:
             if arrival != self._applied_arrival:
@@ -304,9 +305,10 @@ class SimRobotNode(Node):
                 self._applied_arrival = arrival
             if stamp_ns is None:
                 self.counts["unstamped_command_steps"] += 1
-                return
+                return None
             periods = max(0, int(round((self.sim_ns - stamp_ns) / self.dt_ns)))
             self.counts[_delay_key(min(periods, DELAY_BINS))] += 1
+        return periods
 
     # ---- the simulation loop -----------------------------------------------------------------------
     def _loop(self, params: SimRobotParams) -> None:
