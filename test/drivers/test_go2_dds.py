@@ -265,3 +265,123 @@ def test_non_finite_state_from_the_robot_latches_damping(stack):
     n = bridge.stats["states"]
     assert _wait(lambda: bridge.stats["states"] > n + 20)
     assert controller.last_sent.mode is Mode.ESTOP, "finite states again do not clear the latch"
+
+
+class _SteppedClock:
+    """Real time until ``freeze``; then only ``advance`` moves it (the test ticks the controller itself)."""
+
+    def __init__(self):
+        self.frozen = None
+
+    def __call__(self):
+        return time.monotonic() if self.frozen is None else self.frozen
+
+    def freeze(self):
+        self.frozen = time.monotonic()
+
+    def advance(self, dt_s):
+        self.frozen += dt_s
+
+
+def _plan_stack(**control):
+    """A stack whose safety limits never clamp the small test targets, so a sent target is the desired one."""
+    bridge = Go2SdkBridge(BridgeConfig(domain_id=DOMAIN_ID, interface="lo"))
+    bridge.start()
+    lo, hi = joint_limits_rad()
+    safety = SafetyConfig(q_min_rad=tuple(lo), q_max_rad=tuple(hi), damping_kd=DAMPING_KD, hold_timeout_s=0.3,
+                          damp_timeout_s=1.5, max_step_rad=1.0, max_tracking_error_rad=3.0)
+    clock = _SteppedClock()
+    config = dict(control_hz=250.0, stand_duration_s=1.0, state_timeout_s=60.0, interpolation_s=0.0)
+    config.update(control)
+    controller = Go2Controller(ControlConfig(**config), bridge, SafetyController(safety), clock=clock)
+    return bridge, controller, ControlLoop(controller), clock
+
+
+@pytest.fixture
+def plan_stack(sim):
+    bridge, controller, loop, clock = _plan_stack()
+    assert bridge.wait_for_state(30.0) is not None
+    loop.start()
+    _stand(controller)
+    loop.stop()  # from here the test ticks the controller on its own clock
+    clock.freeze()
+    yield sim, controller, clock
+    bridge.close()
+
+
+def _sent_after(controller, clock, dt_s):
+    clock.advance(dt_s)
+    sent = controller.tick()
+    assert sent is not None
+    return sent
+
+
+def test_a_plan_carrying_command_plays_the_row_for_each_period(plan_stack):
+    """The target follows the plan's row for the 50 Hz period the robot is in (row k for k periods after the
+    observation), between commands and for a command that arrives late; only a new command feeds the watchdog."""
+    sim, controller, clock = plan_stack
+    base = gc.DEFAULT_POSE_RAD
+    plan = 0.02 + 0.01 * np.arange(20)[:, None] * np.ones((1, 12))  # row k: every joint default + 0.02 + 0.01 k rad
+    assert controller.set_action(plan[0], plan, obs_age_s=0.005)  # on time: row 0 = the action
+    np.testing.assert_allclose(_sent_after(controller, clock, 0.0).q_rad, base + plan[0])
+    np.testing.assert_allclose(_sent_after(controller, clock, 0.010).q_rad, base + plan[0])  # 15 ms after the obs
+    np.testing.assert_allclose(_sent_after(controller, clock, 0.010).q_rad, base + plan[1])  # 25 ms: row 1
+    np.testing.assert_allclose(_sent_after(controller, clock, 0.040).q_rad, base + plan[3])  # 65 ms: row 3
+    assert controller.plan_counts["played"] == 1 and controller.plan_counts["rows_advanced"] == 2
+    # A new command, its observation 30 ms old (a period late): it starts at its own row 1 at once.
+    plan2 = -plan
+    assert controller.set_action(plan2[0], plan2, obs_age_s=0.030)
+    np.testing.assert_allclose(_sent_after(controller, clock, 0.0).q_rad, base + plan2[1])
+    # Rows never feed the watchdog: 0.3 s after this command the driver holds the last row played before then.
+    sent = _sent_after(controller, clock, 0.24)
+    assert sent.mode is Mode.ACTIVE
+    np.testing.assert_allclose(sent.q_rad, base + plan2[13])  # 270 ms after its observation
+    held = _sent_after(controller, clock, 0.07)
+    assert held.mode is Mode.HOLD
+    np.testing.assert_allclose(held.q_rad, sent.q_rad)
+    np.testing.assert_allclose(_sent_after(controller, clock, 0.1).q_rad, sent.q_rad)
+    # What the robot received is what was sent (SDK order).
+    assert _wait(lambda: np.allclose(sim.stats()["cmds"][-1][:, 1], sent.q_rad[gc.MUJOCO_TO_SDK], atol=1e-5))
+
+
+def test_a_plan_the_driver_cannot_place_in_time_acts_with_its_action(plan_stack):
+    _, controller, clock = plan_stack
+    base = gc.DEFAULT_POSE_RAD
+    action = np.full(12, 0.05)
+    plan = np.stack([action, np.full(12, -0.05), np.full(12, -0.05)])
+    # Observation older than max_plan_age_s (0.1 s): its rows were meant for periods long past.
+    assert controller.set_action(action, plan, obs_age_s=0.15)
+    np.testing.assert_allclose(_sent_after(controller, clock, 0.05).q_rad, base + action)
+    # Stamped in the future (another clock, or forged).
+    assert controller.set_action(action, plan, obs_age_s=-0.05)
+    np.testing.assert_allclose(_sent_after(controller, clock, 0.05).q_rad, base + action)
+    # No stamp: no age to place the rows with.
+    assert controller.set_action(action, plan, obs_age_s=None)
+    np.testing.assert_allclose(_sent_after(controller, clock, 0.05).q_rad, base + action)
+    assert controller.plan_counts == {"played": 0, "too_old": 1, "future": 1, "rows_advanced": 0}
+    # A malformed plan is refused with the command; the last good target stays in force.
+    for bad in (np.full((3, 12), np.nan), np.zeros((3, 5)), np.zeros((0, 12))):
+        with pytest.raises(ValueError, match="plan must be finite"):
+            controller.set_action(-action, bad, obs_age_s=0.005)
+    np.testing.assert_allclose(_sent_after(controller, clock, 0.0).q_rad, base + action)
+    # An e-stop forgets the plan: after reset and stand-up, nothing of it plays.
+    assert controller.set_action(action, plan, obs_age_s=0.0)
+    controller.estop("test")
+    assert _sent_after(controller, clock, 0.03).mode is Mode.ESTOP
+    assert controller.plan_counts["rows_advanced"] == 0
+
+
+def test_play_plan_off_acts_with_the_action_alone(sim):
+    bridge, controller, loop, clock = _plan_stack(play_plan=False)
+    try:
+        assert bridge.wait_for_state(30.0) is not None
+        loop.start()
+        _stand(controller)
+        loop.stop()
+        clock.freeze()
+        action = np.full(12, 0.05)
+        assert controller.set_action(action, np.stack([action, -action]), obs_age_s=0.0)
+        np.testing.assert_allclose(_sent_after(controller, clock, 0.05).q_rad, gc.DEFAULT_POSE_RAD + action)
+        assert controller.plan_counts["played"] == 0
+    finally:
+        bridge.close()

@@ -22,7 +22,7 @@ from sensor_msgs.msg import JointState
 from simdist_core.sim import go2_constants as gc
 from simdist_ros.access_policy import node_access, observed_access
 from simdist_ros.runtime import make_executor
-from std_msgs.msg import Bool, Float64MultiArray
+from std_msgs.msg import Bool, Float64MultiArray, MultiArrayDimension
 from std_srvs.srv import Trigger
 
 from simdist_ros import msgs, qos, topics
@@ -178,6 +178,50 @@ def test_driver_node_topics_services_and_estop(graph):
     assert _wait(lambda: sim.stats()["cmds"][-1][0, 3] > 0.0)
     driver.close()
     assert _wait(lambda: sim.stats()["cmds"][-1][0, 3] == 0.0)
+
+
+def test_driver_node_plays_a_stamped_plan_until_the_watchdog_holds(graph):
+    """A command stamped with a joint_states stamp and carrying a plan: the driver moves on to its later rows
+    when no new command comes, and holds the last row played; an unstamped one acts with its action alone, a
+    forged plan is dropped with its command."""
+    _sim, driver, peer = graph
+    joints = []
+    peer.create_subscription(JointState, topics.JOINT_STATES, joints.append, qos.SENSOR)
+    cmd_pub = peer.create_publisher(Float64MultiArray, topics.COMMAND, qos.command(50.0))  # as the planner
+    assert _call(peer, "stand_up").success
+    assert _wait(lambda: driver.controller.last_sent.mode is Mode.STAND)
+    action, later = np.full(12, 0.04), np.full(12, -0.04)
+    plan = np.stack([action] + [later] * 15)  # row 0 = the action, every later period: `later`
+
+    def held_target_is(offset):
+        sent = driver.controller.last_sent
+        free = ~sent.clamped.get("tracking_error", np.zeros(12, bool))  # a sagging leg may be held (see above)
+        return (sent.mode is Mode.HOLD and free.sum() >= 10
+                and np.allclose(sent.q_rad[free], (gc.DEFAULT_POSE_RAD + offset)[free], atol=1e-4))
+
+    def publish(stamped, rows):
+        n = len(joints)
+        assert _wait(lambda: len(joints) > n)  # answer the newest observation, as a planner does
+        stamp_ns = msgs.stamp_to_ns(joints[-1].header.stamp)
+        msg = msgs.make_command(action, stamp_ns, rows)
+        if not stamped:
+            msg.layout.dim[0] = MultiArrayDimension(label="unstamped")
+        cmd_pub.publish(msg)
+
+    # Published until one is played (a loaded machine may deliver one later than max_plan_age_s: acted, not played).
+    assert _wait(lambda: driver.controller.plan_counts["played"] >= 1 or publish(True, plan))
+    assert _wait(lambda: held_target_is(later)), f"sent {driver.controller.last_sent}"
+    assert driver.controller.plan_counts["rows_advanced"] >= 1
+    played = driver.controller.plan_counts["played"]
+    publish(False, plan)
+    assert _wait(lambda: held_target_is(action)), f"sent {driver.controller.last_sent}"
+    assert driver.controller.plan_counts["played"] == played
+    bad = driver.inputs.bad_commands
+    forged = plan.copy()
+    forged[3, 0] = np.nan
+    publish(True, forged)
+    assert _wait(lambda: driver.inputs.bad_commands == bad + 1)
+    assert driver.controller.plan_counts["played"] == played
 
 
 def test_driver_node_uses_exactly_its_grant(graph):

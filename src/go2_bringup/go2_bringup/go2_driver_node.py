@@ -3,7 +3,8 @@
 Graph role (topics relative, see ``simdist_ros.topics``):
     in   ``joint_command`` (Float64MultiArray, normalised action (12,) in MuJoCo order, qos.DRIVER_COMMAND:
          reliable, newest only, no deadline, so any reliable publisher (the ROS default) is heard; the
-         watchdog on command age, not a DDS deadline, is what protects the robot),
+         watchdog on command age, not a DDS deadline, is what protects the robot; a stamped command that
+         carries its plan has its rows played, ``play_plan``, see ``go2_control``),
          ``estop`` (Bool: True latches damping)
     out  ``joint_states``, ``imu``, ``foot_contacts``, ``odom`` (qos.SENSOR; leg-kinematic odometry, twist in the
          base frame, see ``state_estimator``), ``executed_command`` (the action the
@@ -69,6 +70,7 @@ class Go2DriverParams:
     frame_id: str
     contact_threshold: float
     publish_tf: bool
+    play_plan: bool
 
     def __post_init__(self) -> None:
         if self.damp_timeout_s <= self.hold_timeout_s:
@@ -100,6 +102,7 @@ ROWS = (
     P("contact_threshold", 20.0, "Foot force reading above which a foot is in stance (odometry)", lo=0.0, hi=1000.0,
       read_only=True),
     P("publish_tf", True, "Publish robot_description, /tf and /tf_static for RViz", read_only=True),
+    P("play_plan", True, "Play the rows of a stamped plan-carrying command (else its action alone)", read_only=True),
 )
 
 
@@ -118,7 +121,8 @@ class Go2DriverNode(Node):
             damping_kd=p.damping_kd))
         control = ControlConfig(control_hz=p.control_hz, interpolation_s=p.interpolation_s,
                                 state_timeout_s=p.state_timeout_s, stand_duration_s=p.stand_duration_s,
-                                estop_buttons=p.estop_buttons)
+                                estop_buttons=p.estop_buttons, play_plan=p.play_plan,
+                                max_plan_age_s=p.hold_timeout_s)
         self.bridge = Go2SdkBridge(BridgeConfig(domain_id=p.domain_id, interface=p.network_interface or None))
         self.bridge.start()
         self.get_logger().info(f"waiting up to {p.connect_timeout_s} s for LowState (domain {p.domain_id}, "
@@ -137,7 +141,7 @@ class Go2DriverNode(Node):
         inputs = MutuallyExclusiveCallbackGroup()
         outputs = MutuallyExclusiveCallbackGroup()
         self.inputs = DriverInputs(self, GO2.action_dim, self.controller.set_action, self._mode,
-                                   self.controller.estop, inputs)
+                                   self.controller.estop, inputs, plays_plan=True)
         for name, handler in (("estop", self._srv_estop), ("reset_estop", self._srv_reset),
                               ("stand_up", self._srv_stand_up), ("lie_down", self._srv_lie_down)):
             self.create_service(Trigger, name, handler, callback_group=inputs)
@@ -212,6 +216,7 @@ class Go2DriverNode(Node):
                   "bad_commands": self.inputs.bad_commands,
                   "incompatible_command_publishers": self.inputs.incompatible_publishers,
                   "fail_safe_commands": c.fail_safe_commands, "fail_safe_write_errors": c.fail_safe_write_errors,
+                  **{f"plan_{k}": v for k, v in c.plan_counts.items()},
                   **{f"sdk_{k}": v for k, v in self.bridge.stats.items()},
                   **{f"clamped_{k}": v for k, v in c.clamp_counts.items()}}
         status = msgs.make_status("go2_driver", level, reason or mode, values, hardware_id="go2")

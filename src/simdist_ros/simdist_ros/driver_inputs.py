@@ -6,13 +6,16 @@ of the wrong length or with a non-finite value is dropped (the controller keeps 
 watchdog decides when that is too old), counted and logged; a publisher whose QoS the driver cannot take is
 counted and logged too, because its commands would otherwise never arrive without a word; ``estop`` True
 latches the driver's stop, False does nothing (clearing a stop takes the driver's ``reset_estop`` service).
+
+A driver that plays a command's plan (``plays_plan``) gets the plan with the age of the observation the command
+answers, on the node's clock (the clock its sensor topics are stamped with, so the stamp a planner copies back
+is comparable); a driver that does not gets the action alone.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
 from rclpy.callback_groups import CallbackGroup
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
@@ -24,19 +27,24 @@ from simdist_ros import msgs, qos, topics
 class DriverInputs:
     """Subscribes a driver node to ``joint_command`` and ``estop`` and counts what it had to refuse."""
 
-    def __init__(self, node: Node, action_dim: int, set_action: Callable[[np.ndarray], bool],
-                 mode: Callable[[], str], estop: Callable[[str], None], callback_group: CallbackGroup) -> None:
+    def __init__(self, node: Node, action_dim: int, set_action: Callable[..., bool],
+                 mode: Callable[[], str], estop: Callable[[str], None], callback_group: CallbackGroup,
+                 plays_plan: bool = False) -> None:
         """Subscribe now; every callback runs in ``callback_group``.
 
         Args:
             node: the driver node (its logger, its subscriptions).
             action_dim: the robot's action length; any other length is a bad command.
-            set_action: hands a checked action to the controller; False if the controller's mode ignores it.
+            set_action: hands a checked action to the controller (with ``plays_plan``: ``set_action(action, plan,
+                obs_age_s)``, both None for a command without a plan or a stamp); False if its mode ignores it.
             mode: the controller's mode, for the log line of an ignored command.
             estop: latches the controller's stop, with a reason.
             callback_group: the driver's input group (never the control loop's thread).
+            plays_plan: the controller takes a command's plan and its observation's age.
         """
         self._log = node.get_logger()
+        self._clock = node.get_clock()
+        self._plays_plan = plays_plan
         self._action_dim, self._set_action, self._mode, self._estop = action_dim, set_action, mode, estop
         self.bad_commands = 0
         """Commands dropped for their shape or values."""
@@ -49,7 +57,13 @@ class DriverInputs:
 
     def _on_command(self, msg: Float64MultiArray) -> None:
         try:
-            accepted = self._set_action(msgs.command_to_array(msg, self._action_dim))
+            action, plan = msgs.read_command(msg, self._action_dim)
+            if self._plays_plan:
+                stamp_ns = msgs.command_stamp_ns(msg)
+                age_s = None if stamp_ns is None else (self._clock.now().nanoseconds - stamp_ns) * 1e-9
+                accepted = self._set_action(action, plan if age_s is not None else None, age_s)
+            else:
+                accepted = self._set_action(action)
         except ValueError as exc:  # MessageError is a ValueError, as is the controller's own check: hold the last
             self.bad_commands += 1  # good command
             self._log.error(f"bad joint_command dropped ({self.bad_commands} so far): {exc}",
