@@ -185,8 +185,10 @@ def test_driver_node_plays_a_stamped_plan_until_the_watchdog_holds(graph):
     when no new command comes, and holds the last row played; an unstamped one acts with its action alone, a
     forged plan is dropped with its command."""
     _sim, driver, peer = graph
-    joints = []
+    joints, executed_stamps = [], []
     peer.create_subscription(JointState, topics.JOINT_STATES, joints.append, qos.SENSOR)
+    peer.create_subscription(Float64MultiArray, topics.EXECUTED_COMMAND,
+                             lambda m: executed_stamps.append(msgs.command_stamp_ns(m)), qos.command(50.0))
     cmd_pub = peer.create_publisher(Float64MultiArray, topics.COMMAND, qos.command(50.0))  # as the planner
     assert _call(peer, "stand_up").success
     assert _wait(lambda: driver.controller.last_sent.mode is Mode.STAND)
@@ -207,11 +209,17 @@ def test_driver_node_plays_a_stamped_plan_until_the_watchdog_holds(graph):
         if not stamped:
             msg.layout.dim[0] = MultiArrayDimension(label="unstamped")
         cmd_pub.publish(msg)
+        return stamp_ns
 
     # Published until one is played (a loaded machine may deliver one later than max_plan_age_s: acted, not played).
-    assert _wait(lambda: driver.controller.plan_counts["played"] >= 1 or publish(True, plan))
+    assert _wait(lambda: driver.controller.plan_counts["played"] >= 1 or not publish(True, plan))
     assert _wait(lambda: held_target_is(later)), f"sent {driver.controller.last_sent}"
     assert driver.controller.plan_counts["rows_advanced"] >= 1
+    # While it was in force executed_command carried its stamp (the planner measures the delay from it); held,
+    # it carries none.
+    assert driver.inputs.accepted_stamp_ns in executed_stamps
+    n = len(executed_stamps)
+    assert _wait(lambda: len(executed_stamps) > n + 2) and executed_stamps[-1] is None
     played = driver.controller.plan_counts["played"]
     publish(False, plan)
     assert _wait(lambda: held_target_is(action)), f"sent {driver.controller.last_sent}"

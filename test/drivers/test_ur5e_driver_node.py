@@ -71,8 +71,11 @@ def test_driver_node_with_the_mujoco_arm():
         peer.create_subscription(Odometry, topics.ODOM, odoms.append, qos.SENSOR)
         peer.create_subscription(JointState, topics.JOINT_STATES, joints.append, qos.SENSOR)
         peer.create_subscription(WrenchStamped, topics.WRENCH, wrenches.append, qos.SENSOR)
+        executed_stamps = []
         peer.create_subscription(Float64MultiArray, topics.EXECUTED_COMMAND, lambda m: executed.append(m.data),
                                  qos.command(20.0))
+        peer.create_subscription(Float64MultiArray, topics.EXECUTED_COMMAND,
+                                 lambda m: executed_stamps.append(msgs.command_stamp_ns(m)), qos.command(20.0))
         # A publisher with default QoS (as `ros2 topic pub` or a teleop tool makes): the driver must hear it.
         # Regression: the driver requested a deadline, which a default publisher does not offer: nothing arrived.
         cmd_pub = peer.create_publisher(Float64MultiArray, topics.COMMAND, QoSProfile(depth=10))
@@ -86,6 +89,17 @@ def test_driver_node_with_the_mujoco_arm():
         assert any(np.allclose(e, action) for e in executed)
         q1, _, _ = msgs.joint_state_to_arrays(joints[-1], ARM_JOINTS)
         assert np.max(np.abs(q1 - q0)) > 0.01, "the arm moved under the commands"
+        assert not any(executed_stamps), "an unstamped command gives an unstamped executed_command"
+        # A planner's command, stamped with the observation it answers and carrying its plan: the arm applies its
+        # action alone (each action is one incremental move), and executed_command echoes the stamp.
+        down = [0.0, 0.0, -0.5, 0.0]
+        plan = np.array([down, [1.0, 0.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]])
+        stamp_ns = msgs.stamp_to_ns(joints[-1].header.stamp)
+        for _ in range(10):
+            cmd_pub.publish(msgs.make_command(np.array(down), stamp_ns, plan))
+            time.sleep(0.05)
+        assert _wait(lambda: stamp_ns in executed_stamps)
+        assert np.allclose(executed[executed_stamps.index(stamp_ns)], down)
         # NaN and wrong-length commands are dropped and counted; the arm keeps its mode.
         for i, bad in enumerate(([0.0, float("nan"), 0.0, 0.0], [0.0] * 3, [0.0] * 12), start=1):
             cmd_pub.publish(Float64MultiArray(data=bad))  # one at a time: the driver keeps only the newest

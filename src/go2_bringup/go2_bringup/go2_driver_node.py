@@ -8,7 +8,9 @@ Graph role (topics relative, see ``simdist_ros.topics``):
          ``estop`` (Bool: True latches damping)
     out  ``joint_states``, ``imu``, ``foot_contacts``, ``odom`` (qos.SENSOR; leg-kinematic odometry, twist in the
          base frame, see ``state_estimator``), ``executed_command`` (the action the
-         motors actually got, after the safety clamps), ``/diagnostics``; for RViz (``simdist_ros.robot_tf``):
+         motors actually got, after the safety clamps; published before the sensors it precedes and, while
+         commands are fresh, stamped with the observation the command in force answered, as the simulated robot
+         does, so the planner measures the delay), ``/diagnostics``; for RViz (``simdist_ros.robot_tf``):
          ``robot_description``, ``/tf`` (``odom`` -> ``base_link`` / ``base_yaw`` from the odometry, leg joints
          from the measured positions), ``/tf_static`` (``imu``)
     srv  ``estop``, ``reset_estop``, ``stand_up``, ``lie_down`` (std_srvs/Trigger)
@@ -41,7 +43,7 @@ from std_srvs.srv import Trigger
 from go2_bringup.constants import joint_limits_rad
 from go2_bringup.go2_control import ControlConfig, ControlLoop, Go2Controller, check_estop_buttons
 from go2_bringup.go2_sdk import BridgeConfig, Go2SdkBridge
-from go2_bringup.safety import SafetyConfig, SafetyController
+from go2_bringup.safety import Mode, SafetyConfig, SafetyController
 from go2_bringup.state_estimator import EstimatorConfig, LegOdometry
 from simdist_ros import msgs, qos, topics
 
@@ -189,6 +191,10 @@ class Go2DriverNode(Node):
         if state is None or not state.is_finite():  # never publish (or integrate odometry from) a NaN reading
             return
         t_ns = self.get_clock().now().nanoseconds
+        sent = self.controller.last_sent
+        if sent is not None:  # before the sensors it precedes, so the encoder pairs it with them
+            stamp = self.inputs.accepted_stamp_ns if sent.mode is Mode.ACTIVE else None
+            self._exec_pub.publish(msgs.make_executed(self.controller.executed_action, stamp))
         self._joint_pub.publish(msgs.make_joint_state(gc.JOINT_NAMES, state.q_rad, state.dq_rad_s,
                                                       state.tau_est_nm, t_ns))
         self._imu_pub.publish(msgs.make_imu(state.quat_wxyz, state.gyro_rad_s, state.accel_m_s2, t_ns,
@@ -202,8 +208,6 @@ class Go2DriverNode(Node):
                                               "odom", self.params.frame_id))
         if self._robot_tf is not None:
             self._robot_tf.publish(t_ns, state.q_rad, (self.odometry.pos_m, state.quat_wxyz))
-        if self.controller.last_sent is not None:
-            self._exec_pub.publish(msgs.make_float64_array(self.controller.executed_action))
 
     def _diagnostics(self) -> None:
         c = self.controller

@@ -48,6 +48,8 @@ class DriverInputs:
         self._action_dim, self._set_action, self._mode, self._estop = action_dim, set_action, mode, estop
         self.bad_commands = 0
         """Commands dropped for their shape or values."""
+        self.accepted_stamp_ns: int | None = None
+        """The observation the last accepted command answered (None: unstamped, or none accepted yet)."""
         self.incompatible_publishers = 0
         """QoS mismatch events: a ``joint_command`` publisher this subscription cannot hear."""
         node.create_subscription(Float64MultiArray, topics.COMMAND, self._on_command, qos.DRIVER_COMMAND,
@@ -58,8 +60,8 @@ class DriverInputs:
     def _on_command(self, msg: Float64MultiArray) -> None:
         try:
             action, plan = msgs.read_command(msg, self._action_dim)
+            stamp_ns = msgs.command_stamp_ns(msg)
             if self._plays_plan:
-                stamp_ns = msgs.command_stamp_ns(msg)
                 age_s = None if stamp_ns is None else (self._clock.now().nanoseconds - stamp_ns) * 1e-9
                 accepted = self._set_action(action, plan if age_s is not None else None, age_s)
             else:
@@ -69,7 +71,9 @@ class DriverInputs:
             self._log.error(f"bad joint_command dropped ({self.bad_commands} so far): {exc}",
                             throttle_duration_sec=1.0)
             return
-        if not accepted:
+        if accepted:
+            self.accepted_stamp_ns = stamp_ns
+        else:
             self._log.warning(f"joint_command ignored in mode {self._mode()}", throttle_duration_sec=1.0)
 
     def _on_incompatible(self, event: object) -> None:

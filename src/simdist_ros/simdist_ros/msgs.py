@@ -337,6 +337,15 @@ def make_command(action: np.ndarray, obs_t_ns: int, plan: np.ndarray | None = No
     return msg
 
 
+def make_executed(action: np.ndarray, obs_t_ns: int | None) -> Float64MultiArray:
+    """``executed_command``: the action a robot applied in the step its next sensors end.
+
+    Stamped with the observation the command it came from answered (``obs_t_ns`` None: a hold, an unstamped
+    command), so the encoder can tell the planner the delay each step really had (``compensate_delay``).
+    """
+    return make_float64_array(action) if obs_t_ns is None else make_command(action, obs_t_ns)
+
+
 def command_stamp_ns(msg: Float64MultiArray) -> int | None:
     """The observation stamp a command carries, or None for an unstamped (or malformed-stamp) command."""
     dims = list(msg.layout.dim)

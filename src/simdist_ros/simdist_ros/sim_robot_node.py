@@ -408,8 +408,7 @@ class SimRobotNode(Node):
         self._commanded_m += self._commanded_speed() * self.dt_ns * 1e-9
         # Before the sensors (it precedes them), stamped with the observation it answered: the encoder tells the
         # planner the delay each step really had, which the planner plans around (``compensate_delay``).
-        stamp = self._applied_stamp_ns
-        self._exec_pub.publish(msgs.make_float64_array(action) if stamp is None else msgs.make_command(action, stamp))
+        self._exec_pub.publish(msgs.make_executed(action, self._applied_stamp_ns))
         self._publish_state(self._sensors(result.obs))
         if result.terminated or result.truncated:
             params = self._tunable.current

@@ -6,7 +6,9 @@ Graph role (topics relative, see ``simdist_ros.topics``):
     out  ``joint_states`` (UR joint order = MuJoCo order), ``odom`` (TCP pose in the base frame, child frame
          ``tcp``: the sim's TCP site through the same MuJoCo kinematics, as ``simdist_ros.sensors`` expects),
          ``wrench`` (WrenchStamped, TCP force in the base frame), ``executed_command`` (the action applied; zeros
-         while holding or stopped), ``/diagnostics``; for RViz (``simdist_ros.robot_tf``): ``robot_description``,
+         while holding or stopped; published before the sensors it precedes and, while commands are fresh,
+         stamped with the observation the last command answered, so the planner measures the delay),
+         ``/diagnostics``; for RViz (``simdist_ros.robot_tf``): ``robot_description``,
          ``/tf`` (arm joints from the measured positions; the gripper fingers are not measured and stay open) and
          ``/tf_static`` (flange ``tool0``, ``tcp``, and ``camera_optical_frame`` at the simulated scene camera's
          pose: a real camera's mounting differs, publish its calibration instead with ``publish_tf`` false)
@@ -171,12 +173,14 @@ class Ur5eDriverNode(Node):
         if state is None or not self.controller.reading_ok:  # never restamp an old or impossible reading
             return
         t_ns = self.get_clock().now().nanoseconds
+        # Before the sensors it precedes (the encoder pairs it with them); stamped while commands are fresh.
+        stamp = self.inputs.accepted_stamp_ns if self.controller.mode is ArmMode.ACTIVE else None
+        self._exec_pub.publish(msgs.make_executed(self.controller.executed_action, stamp))
         self._joint_pub.publish(msgs.make_joint_state(ARM_JOINTS, state.q_rad, state.dq_rad_s, [0.0] * 6, t_ns))
         self._wrench_pub.publish(msgs.make_wrench(state.wrench[:3], state.wrench[3:], t_ns, self.params.frame_id))
         zeros = np.zeros(3)
         self._odom_pub.publish(msgs.make_odom(self.controller.tcp_pos_m, self.controller.tcp_quat_wxyz, zeros, zeros,
                                               t_ns, self.params.frame_id, "tcp"))
-        self._exec_pub.publish(msgs.make_float64_array(self.controller.executed_action))
         if self._robot_tf is not None:
             self._robot_tf.publish(t_ns, state.q_rad)
 
