@@ -47,6 +47,21 @@ def test_playing_the_plan_applies_the_row_the_delay_points_at():
         (0.0, None), (10.0, 0), (10.0, 1)], "a command without a plan is repeated"
 
 
+def test_an_incremental_robot_moves_only_on_a_fresh_command_and_reports_the_last_one():
+    link = LateLink(ALTERNATE, 1, np.random.default_rng(0), incremental=True)
+    # As the repeating robot above, but steps 2 and 4 (no fresh command) move nothing; the robot still reports the
+    # newest command as executed (the UR5e driver's executed_command), with its delay.
+    assert _drive(link, 5, plans=True) == [(0.0, None), (10.0, 0), (0.0, 1), (30.0, 0), (0.0, 1)]
+    assert float(link.executed[0]) == 30.0
+    assert link.counts == {"steps": 5, "fresh_command_steps": 2, "default_pose_steps": 1, "unmoved_steps": 2}
+    with pytest.raises(ValueError, match="cannot play a plan"):
+        LateLink(ALTERNATE, 1, np.random.default_rng(0), incremental=True, play_plan=True)
+    with pytest.raises(ValueError, match="need a late_link"):
+        EvalConfig(task="ur5e/peg", incremental_commands=True)
+    with pytest.raises(ValueError, match="cannot play a plan"):
+        EvalConfig(task="ur5e/peg", late_link="one_core", incremental_commands=True, play_plan=True)
+
+
 def test_one_core_timing_matches_the_graph_it_was_fitted_to():
     link = LateLink(LINK_TIMINGS["one_core"], 1, np.random.default_rng(1))
     _drive(link, 20000)
@@ -115,5 +130,15 @@ def test_late_link_configs_that_contradict_themselves_are_refused():
         EvalConfig(task="go2/foam", late_link="nope")
     with pytest.raises(ValueError, match="own delay"):
         EvalConfig(task="go2/foam", late_link="one_core", action_delay=1)
-    with pytest.raises(ValueError, match="needs a late_link"):
+    with pytest.raises(ValueError, match="need a late_link"):
         EvalConfig(task="go2/foam", play_plan=True)
+
+
+def test_run_episode_with_an_incremental_robot_moves_nothing_on_steps_without_a_fresh_command():
+    planner, applied = _PlanRecorder(), []
+    link = LateLink(ALTERNATE, 12, np.random.default_rng(0), incremental=True)
+    run_episode(make_env("go2/flat"), planner, seed=0, max_steps=4, link=link,
+                on_step=lambda obs, action, result: applied.append(round(float(action[0]), 4)))
+    # Tick 1's command acts at step 1; step 2 gets none (tick 2 arrives with tick 3 at step 3, the newest acting).
+    assert applied == [0.0, 0.2, 0.0, 0.4]
+    assert link.counts["unmoved_steps"] == 1

@@ -68,6 +68,9 @@ class EvalConfig:
     same lateness."""
     play_plan: bool = False
     """With ``late_link``: the command carries the plan and the robot applies the step its delay points at."""
+    incremental_commands: bool = False
+    """With ``late_link``: each command is a move applied once on arrival (the UR5e hardware driver), so a step
+    without a fresh command moves nothing while the robot reports the last command as executed."""
 
     def __post_init__(self) -> None:
         if self.episodes < 1:
@@ -84,8 +87,10 @@ class EvalConfig:
             raise ValueError(f"unknown late_link {self.late_link!r}; valid: {sorted(LINK_TIMINGS)}")
         if self.late_link and (self.action_delay or self.robot_latency_steps):
             raise ValueError("late_link brings its own delay: action_delay and robot_latency_steps must be 0")
-        if self.play_plan and not self.late_link:
-            raise ValueError("play_plan needs a late_link")
+        if (self.play_plan or self.incremental_commands) and not self.late_link:
+            raise ValueError("play_plan and incremental_commands need a late_link")
+        if self.play_plan and self.incremental_commands:
+            raise ValueError("incremental_commands applies each command once: it cannot play a plan")
 
 
 def task_metric_name(task: str) -> str:
@@ -160,7 +165,8 @@ def evaluate(
         link = None
         if cfg.late_link:
             link = LateLink(LINK_TIMINGS[cfg.late_link], env.spec.action_dim,
-                            np.random.default_rng([cfg.seed + i, LINK_SEED_SALT]), play_plan=cfg.play_plan)
+                            np.random.default_rng([cfg.seed + i, LINK_SEED_SALT]), play_plan=cfg.play_plan,
+                            incremental=cfg.incremental_commands)
         episodes.append(run_episode(env, planner, seed=cfg.seed + i, max_steps=max_steps,
                                     action_delay=cfg.action_delay, compensate_delay=cfg.compensate_delay,
                                     command_ramp_s=cfg.command_ramp_s, robot_latency_steps=cfg.robot_latency_steps,
@@ -179,7 +185,8 @@ def evaluate(
         "action_delay": cfg.action_delay,
         "compensate_delay": cfg.compensate_delay, "robot_latency_steps": cfg.robot_latency_steps,
         "command_ramp_s": cfg.command_ramp_s,
-        "late_link": cfg.late_link, "play_plan": cfg.play_plan, "link_counts": dict(link_counts),
+        "late_link": cfg.late_link, "play_plan": cfg.play_plan,
+        "incremental_commands": cfg.incremental_commands, "link_counts": dict(link_counts),
         "plan_ms_p50": summary["plan_ms_p50"], "plan_ms_p99": summary["plan_ms_p99"],
         "fallbacks": int(summary["fallbacks"]), "wall_s": wall_s, "sim_s": sim_s,
         "real_time_factor": sim_s / wall_s if wall_s > 0 else float("nan"), "torch_threads": torch.get_num_threads(),
@@ -254,6 +261,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--play-plan", action="store_true",
                         help="with --late-link: the command carries the plan and the robot applies the step its "
                              "delay points at instead of repeating the command")
+    parser.add_argument("--incremental-commands", action="store_true",
+                        help="with --late-link: each command is a move applied once on arrival (the UR5e hardware "
+                             "driver); a step without a fresh command moves nothing")
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
     parser.add_argument("--json", type=Path, help="write the report here")
     parser.add_argument("--video", type=Path, metavar="PATH.mp4",
@@ -313,7 +323,7 @@ def validate(args: argparse.Namespace) -> tuple[EvalConfig, dict[str, str], dict
                          preset=args.preset, action_delay=args.action_delay,
                          compensate_delay=args.compensate_delay, command_ramp_s=args.command_ramp_s,
                          robot_latency_steps=args.robot_latency_steps, late_link=args.late_link,
-                         play_plan=args.play_plan)
+                         play_plan=args.play_plan, incremental_commands=args.incremental_commands)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     check_task_and_planner(args.task, env_overrides, args.preset, planner_overrides)

@@ -16,6 +16,11 @@ command, and the command's delay there is t - s. Before the first command arrive
 ``play_plan``: the command carries the plan's mean (row k = the action for k periods after its observation, the
 first d rows the commands the plan assumed in flight) and the robot applies the row its delay points at, as a
 trajectory controller samples a stamped trajectory at the current time, instead of repeating row d.
+
+``incremental``: each command is a move applied once when it arrives, as the UR5e hardware driver moves its TCP
+target by each action it receives; a step without a fresh command moves nothing (zeros), while the robot still
+reports the newest command as executed (the driver's ``executed_command``). Of several commands arriving in one
+step only the newest acts (a keep-last reader behind a starved executor).
 """
 
 from __future__ import annotations
@@ -55,14 +60,25 @@ class LateLink:
     """Commands from planner to robot with the latency of ``timing``; ``step`` once per control period."""
 
     def __init__(
-        self, timing: LinkTiming, action_dim: int, rng: np.random.Generator, *, play_plan: bool = False
+        self,
+        timing: LinkTiming,
+        action_dim: int,
+        rng: np.random.Generator,
+        *,
+        play_plan: bool = False,
+        incremental: bool = False,
     ) -> None:
+        if play_plan and incremental:
+            raise ValueError("LateLink: an incremental robot applies each command once; it cannot play a plan")
         self.timing = timing
         self.action_dim = action_dim
         self.play_plan = play_plan
+        self.incremental = incremental
         self._rng = rng
         self._cumulative = np.cumsum(np.asarray(timing.transitions, np.float64), axis=1)
         self.counts: dict[str, int] = {"steps": 0, "fresh_command_steps": 0, "default_pose_steps": 0}
+        if incremental:
+            self.counts["unmoved_steps"] = 0  # steps with a command in force but none fresh: nothing applied
         self.delay_counts = [0] * len(timing.transitions)
         """Steps per delay of the applied command (last bin: that many periods or more)."""
         self.reset()
@@ -74,6 +90,9 @@ class LateLink:
         self._last_arrival = -1
         self._pending: list[tuple[int, int, np.ndarray]] = []  # (tick sent, step it arrives, rows), in order
         self._applied: tuple[int, np.ndarray] | None = None  # (tick sent, rows) of the command the robot has
+        self.executed = np.zeros(self.action_dim, np.float32)
+        """What the robot reports it executed in the last step (the applied action, but with ``incremental`` the
+        newest command's action also on steps that moved nothing)."""
 
     def step(self, action: np.ndarray, plan: np.ndarray | None = None) -> tuple[np.ndarray, int | None]:
         """Send this tick's command and advance one period.
@@ -103,13 +122,21 @@ class LateLink:
         if self._applied is None:
             self.counts["default_pose_steps"] += 1
             self._t += 1
-            return np.zeros(self.action_dim, np.float32), None
+            self.executed = np.zeros(self.action_dim, np.float32)
+            return self.executed.copy(), None
         sent_tick, cmd_rows = self._applied
         delay = self._t - sent_tick
         self.counts["fresh_command_steps"] += int(fresh)
         self.delay_counts[min(delay, len(self.delay_counts) - 1)] += 1
         self._t += 1
-        return plan_row(cmd_rows, delay).copy(), delay
+        if self.incremental:
+            self.executed = cmd_rows[0].copy()
+            if not fresh:
+                self.counts["unmoved_steps"] += 1
+                return np.zeros(self.action_dim, np.float32), delay
+            return cmd_rows[0].copy(), delay
+        self.executed = plan_row(cmd_rows, delay).copy()
+        return self.executed.copy(), delay
 
     def summary(self) -> dict[str, float]:
         """Fresh-command fraction and the share of steps per delay (of the steps with a command)."""

@@ -177,7 +177,7 @@ def run_episode(
             result = dataclasses.replace(result, obs=_with_command(result.obs, ramp.step(result.obs["command"])))
         if on_step is not None:
             on_step(obs, action, result)
-        history.record_action(action)
+        history.record_action(action if link is None else link.executed)  # what the robot reports
         history.push(result.obs)
         obs = result.obs
         stats.steps += 1
