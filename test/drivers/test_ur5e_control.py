@@ -289,3 +289,47 @@ def test_a_non_finite_ik_target_is_never_streamed():
     assert controller.mode is ArmMode.ESTOP and "non-finite joint target" in controller.estop_reason
     assert len(targets) == n and all(np.all(np.isfinite(t)) for t in targets)
     assert backend.stop_calls == 1
+
+
+def _target(controller):
+    return controller.kin.ik.target_pos.copy()
+
+
+def test_a_period_without_a_fresh_stamped_command_repeats_the_last_action_until_the_hold():
+    """As the simulated robot does (a robot that moved nothing there inserted 0.42 of pegs against 0.72)."""
+    backend, controller, clock, _ = _make(hold_timeout_s=0.15)
+    controller.tick()
+    action = np.array([1.0, 0.0, 0.0, 0.0])
+    step = controller.kin.ik.cfg.max_step_m
+    # On time, with jitter inside the grace (commands 50 +- 20 ms apart): one move per command, never a repeat.
+    for gap_ticks in (25, 35, 15, 25, 30):
+        controller.set_action(action, obs_age_s=0.01)
+        _run(controller, clock, gap_ticks)
+    assert controller.repeated_moves == 0
+    # Then commands stop: the last action moves the target again at 75 ms and 125 ms, then the driver holds.
+    controller.set_action(action, obs_age_s=0.01)
+    before = _target(controller)
+    xs = []
+    for _ in range(150):  # 0.3 s
+        controller.tick()
+        xs.append(_target(controller)[0])
+        clock.t += DT
+    assert controller.repeated_moves == 2
+    assert controller.mode is ArmMode.HOLD
+    # Each repeat is one action's move (the leash may cut it when the arm lags the target).
+    assert 0.0 < xs[-1] - before[0] <= 2 * step + 1e-9
+    assert xs[36] == pytest.approx(before[0]) and xs[38] > before[0], "the first repeat is due 75 ms after the command"
+
+
+def test_unstamped_commands_and_repeat_off_never_repeat():
+    for stamped, repeat in ((False, True), (True, False)):
+        _, controller, clock, _ = _make(repeat_missed=repeat)
+        controller.tick()
+        controller.set_action(np.array([1.0, 0.0, 0.0, 0.0]), obs_age_s=0.01 if stamped else None)
+        _run(controller, clock, 100)
+        assert controller.repeated_moves == 0
+
+
+def test_repeat_timing_config_is_checked():
+    with pytest.raises(ValueError, match="repeat_grace_s < period_s"):
+        ArmControlConfig(repeat_grace_s=0.06)

@@ -100,6 +100,8 @@ def test_driver_node_with_the_mujoco_arm():
             time.sleep(0.05)
         assert _wait(lambda: stamp_ns in executed_stamps)
         assert np.allclose(executed[executed_stamps.index(stamp_ns)], down)
+        # Once they stop, the last stamped action moves the target again on the missed periods, then the arm holds.
+        assert _wait(lambda: driver.controller.repeated_moves >= 1 and driver.controller.mode is not ArmMode.ACTIVE)
         # NaN and wrong-length commands are dropped and counted; the arm keeps its mode.
         for i, bad in enumerate(([0.0, float("nan"), 0.0, 0.0], [0.0] * 3, [0.0] * 12), start=1):
             cmd_pub.publish(Float64MultiArray(data=bad))  # one at a time: the driver keeps only the newest

@@ -143,7 +143,7 @@ class Go2DriverNode(Node):
         inputs = MutuallyExclusiveCallbackGroup()
         outputs = MutuallyExclusiveCallbackGroup()
         self.inputs = DriverInputs(self, GO2.action_dim, self.controller.set_action, self._mode,
-                                   self.controller.estop, inputs, plays_plan=True)
+                                   self.controller.estop, inputs)
         for name, handler in (("estop", self._srv_estop), ("reset_estop", self._srv_reset),
                               ("stand_up", self._srv_stand_up), ("lie_down", self._srv_lie_down)):
             self.create_service(Trigger, name, handler, callback_group=inputs)

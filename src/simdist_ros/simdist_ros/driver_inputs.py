@@ -7,9 +7,10 @@ watchdog decides when that is too old), counted and logged; a publisher whose Qo
 counted and logged too, because its commands would otherwise never arrive without a word; ``estop`` True
 latches the driver's stop, False does nothing (clearing a stop takes the driver's ``reset_estop`` service).
 
-A driver that plays a command's plan (``plays_plan``) gets the plan with the age of the observation the command
-answers, on the node's clock (the clock its sensor topics are stamped with, so the stamp a planner copies back
-is comparable); a driver that does not gets the action alone.
+The controller gets each command's action, the plan it carries and the age of the observation it answers, on the
+node's clock (the clock its sensor topics are stamped with, so the stamp a planner copies back is comparable);
+plan and age are None for a command without them. What it does with them is the controller's own (the Go2 plays
+the plan, the UR5e repeats a stamped action on a period without a fresh command).
 """
 
 from __future__ import annotations
@@ -28,23 +29,20 @@ class DriverInputs:
     """Subscribes a driver node to ``joint_command`` and ``estop`` and counts what it had to refuse."""
 
     def __init__(self, node: Node, action_dim: int, set_action: Callable[..., bool],
-                 mode: Callable[[], str], estop: Callable[[str], None], callback_group: CallbackGroup,
-                 plays_plan: bool = False) -> None:
+                 mode: Callable[[], str], estop: Callable[[str], None], callback_group: CallbackGroup) -> None:
         """Subscribe now; every callback runs in ``callback_group``.
 
         Args:
             node: the driver node (its logger, its subscriptions).
             action_dim: the robot's action length; any other length is a bad command.
-            set_action: hands a checked action to the controller (with ``plays_plan``: ``set_action(action, plan,
-                obs_age_s)``, both None for a command without a plan or a stamp); False if its mode ignores it.
+            set_action: ``set_action(action, plan, obs_age_s)`` hands a checked command to the controller (plan and
+                age None for a command without them; no plan without a stamp); False if its mode ignores it.
             mode: the controller's mode, for the log line of an ignored command.
             estop: latches the controller's stop, with a reason.
             callback_group: the driver's input group (never the control loop's thread).
-            plays_plan: the controller takes a command's plan and its observation's age.
         """
         self._log = node.get_logger()
         self._clock = node.get_clock()
-        self._plays_plan = plays_plan
         self._action_dim, self._set_action, self._mode, self._estop = action_dim, set_action, mode, estop
         self.bad_commands = 0
         """Commands dropped for their shape or values."""
@@ -61,11 +59,8 @@ class DriverInputs:
         try:
             action, plan = msgs.read_command(msg, self._action_dim)
             stamp_ns = msgs.command_stamp_ns(msg)
-            if self._plays_plan:
-                age_s = None if stamp_ns is None else (self._clock.now().nanoseconds - stamp_ns) * 1e-9
-                accepted = self._set_action(action, plan if age_s is not None else None, age_s)
-            else:
-                accepted = self._set_action(action)
+            age_s = None if stamp_ns is None else (self._clock.now().nanoseconds - stamp_ns) * 1e-9
+            accepted = self._set_action(action, plan if age_s is not None else None, age_s)
         except ValueError as exc:  # MessageError is a ValueError, as is the controller's own check: hold the last
             self.bad_commands += 1  # good command
             self._log.error(f"bad joint_command dropped ({self.bad_commands} so far): {exc}",

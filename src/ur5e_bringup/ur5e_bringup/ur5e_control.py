@@ -12,6 +12,15 @@ servoJ on a real UR tracks its target closely, so ``RtdeBackend`` users pass ``i
 Newton step: command the IK solution itself) through ``LowLevelConfig``; the MuJoCo backend keeps the
 sim's value because it has the sim's servos.
 
+A period without a fresh command: the simulated robot, through which the graph was measured, repeats its last
+action then, and behind an emulated late link a robot that moved nothing instead inserted 0.42 of nominal pegs
+against 0.72 repeating (``bench_results/UR5E_INCREMENTAL_LINK.md``). So when no command has arrived for
+``period_s + repeat_grace_s`` since the last move, the last action moves the target again, once per ``period_s``,
+while commands are fresh (``hold_timeout_s``; a repeat never feeds the watchdog). Only for a command stamped with
+the observation it answers (a planner, which runs at the control rate): an unstamped tool publishing at its own rate
+must not have its moves multiplied. The grace keeps on-time commands, which arrive with jitter, from ever
+meeting a repeat.
+
 Modes: IDLE (no command yet), ACTIVE (fresh commands), HOLD (late: keep servoing to the last TCP target),
 STOPPED (commands stopped for ``stop_timeout_s``: ``backend.stop()``; the next fresh command re-anchors the
 target on the measured TCP and resumes), PROTECTIVE_STOP (the controller stopped the arm; latched until the
@@ -79,6 +88,12 @@ class ArmControlConfig:
     runaway_speed_rad_s: float = 2.5
     """A measured joint speed above this latches the e-stop. It must exceed ``max_joint_speed_rad_s`` (what the
     stream ever asks for) and stays below the UR5e's own joint limit (pi rad/s)."""
+    repeat_missed: bool = True
+    """Repeat a stamped command's action on a period that gets no fresh command (see the module docstring)."""
+    period_s: float = UR5E.control_dt
+    """The planner's control period: one move per period."""
+    repeat_grace_s: float = 0.5 * UR5E.control_dt
+    """How late past a period a command may be before the last action is repeated instead."""
 
     def __post_init__(self) -> None:
         for name in ("control_hz", "hold_timeout_s", "max_joint_speed_rad_s", "max_joint_accel_rad_s2",
@@ -89,6 +104,9 @@ class ArmControlConfig:
         if not self.runaway_speed_rad_s > self.max_joint_speed_rad_s:
             raise ValueError(f"runaway_speed_rad_s must be > max_joint_speed_rad_s (the streamed speed limit), got "
                              f"{self.runaway_speed_rad_s=}, {self.max_joint_speed_rad_s=}")
+        if not (self.period_s > 0 and 0 <= self.repeat_grace_s < self.period_s):
+            raise ValueError(f"need period_s > 0 and 0 <= repeat_grace_s < period_s, got {self.period_s=}, "
+                             f"{self.repeat_grace_s=}")
         if not self.stop_timeout_s > self.hold_timeout_s:
             raise ValueError(f"stop_timeout_s must be > hold_timeout_s, got {self.stop_timeout_s=}, "
                              f"{self.hold_timeout_s=}")
@@ -146,6 +164,8 @@ class Ur5eController:
         self._q_ik: np.ndarray | None = None
         self._ik_every = max(1, round(config.control_hz / self.kin.ik.cfg.ik_hz))
         self._v_cmd = np.zeros(6)
+        self._repeat: np.ndarray | None = None  # the stamped action a missed period repeats (None: no repeats)
+        self._next_repeat_s = 0.0  # when the next repeat is due if no command arrives
         self.estop_reason: str | None = None
         self.state: ArmState | None = None
         self.tcp_pos_m = np.zeros(3)
@@ -164,16 +184,24 @@ class Ur5eController:
         """Stops sent by ``fail_safe`` (a tick raised)."""
         self.fail_safe_errors = 0
         """``fail_safe`` stops that raised (the link itself is broken)."""
+        self.repeated_moves = 0
+        """Periods without a fresh command on which the last stamped action moved the target again."""
         self.clamp_counts = {"speed": 0, "accel": 0}
         """Ticks on which the speed limit cut the requested joint speed / the acceleration bound was active."""
 
     # ---- inputs (any thread) ------------------------------------------------------------------------------
-    def set_action(self, action: np.ndarray) -> bool:
+    def set_action(self, action: np.ndarray, plan: np.ndarray | None = None, obs_age_s: float | None = None) -> bool:
         """Move the TCP target by a normalised action (4,); False if the current mode ignores it.
+
+        Args:
+            action: the command's action.
+            plan: the plan the command carries; not played (one move per command, see the module docstring).
+            obs_age_s: the age of the observation a stamped command answers (None: unstamped, never repeated).
 
         Raises:
             ValueError: wrong shape or non-finite values (the last good target stays).
         """
+        del plan
         a = np.asarray(action, dtype=np.float64)
         if a.shape != (UR5E.action_dim,) or not np.all(np.isfinite(a)):
             raise ValueError(f"action must be finite with shape ({UR5E.action_dim},), got shape {a.shape}")
@@ -190,6 +218,9 @@ class Ur5eController:
             self._base = ArmMode.ACTIVE
             self._last_command_s = self.clock()
             self._stopped_sent = False
+            stamped = obs_age_s is not None and self.config.repeat_missed
+            self._repeat = a if stamped else None
+            self._next_repeat_s = self._last_command_s + self.config.period_s + self.config.repeat_grace_s
         return True
 
     def estop(self, reason: str) -> None:
@@ -212,6 +243,7 @@ class Ur5eController:
             self.estop_reason = None
             self._base = ArmMode.DISABLED
             self._anchored = False
+            self._repeat = None
             self._stopped_sent = False
             self._q_cmd = None
             self._q_ik = None
@@ -294,8 +326,14 @@ class Ur5eController:
             elif state.protective_stop and self._base not in (ArmMode.ESTOP, ArmMode.PROTECTIVE_STOP):
                 self._base = ArmMode.PROTECTIVE_STOP
                 LOG.error("protective stop reported by the controller: clear it on the pendant, then reset")
-            mode = self._current_mode(self.clock())
+            now = self.clock()
+            mode = self._current_mode(now)
             q_target = None
+            if mode is ArmMode.ACTIVE and self._repeat is not None and now >= self._next_repeat_s and fault is None:
+                self.kin.sync(state.q_rad)
+                self.kin.ik.apply_action(self._repeat, self.kin.data)
+                self._next_repeat_s += self.config.period_s
+                self.repeated_moves += 1
             if mode in (ArmMode.ACTIVE, ArmMode.HOLD) and self._anchored:
                 if self._q_ik is None or self.ticks % self._ik_every == 0:
                     self._q_ik = self.kin.joint_target(state.q_rad)

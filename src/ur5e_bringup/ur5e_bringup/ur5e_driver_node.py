@@ -67,6 +67,7 @@ class Ur5eDriverParams:
     runaway_speed_rad_s: float
     frame_id: str
     publish_tf: bool
+    repeat_missed: bool
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -95,6 +96,8 @@ ROWS = (
       "limit)", lo=0.02, hi=3.14, read_only=True),
     P("frame_id", "base", "Frame of the wrench", read_only=True),
     P("publish_tf", True, "Publish robot_description, /tf and /tf_static for RViz", read_only=True),
+    P("repeat_missed", _D.repeat_missed, "Repeat a stamped command's action on a 20 Hz period without a fresh one "
+      "(as the simulated robot does)", read_only=True),
 )
 
 
@@ -125,7 +128,7 @@ class Ur5eDriverNode(Node):
                                    stop_timeout_s=p.stop_timeout_s, max_joint_speed_rad_s=p.max_joint_speed_rad_s,
                                    max_joint_accel_rad_s2=p.max_joint_accel_rad_s2,
                                    servo_lookahead_s=p.servo_lookahead_s, servo_gain=p.servo_gain,
-                                   runaway_speed_rad_s=p.runaway_speed_rad_s)
+                                   runaway_speed_rad_s=p.runaway_speed_rad_s, repeat_missed=p.repeat_missed)
         lowlevel = LowLevelConfig(ik_gain=ik_gain(p))
         self.backend = make_backend(p)
         self.get_logger().info(f"connecting to the arm (backend {p.backend} {p.robot_ip})")
@@ -192,6 +195,7 @@ class Ur5eDriverNode(Node):
                   "loop_errors": self.loop.errors, "loop_overruns": self.loop.overruns,
                   "ignored_commands": c.ignored_commands, "bad_commands": self.inputs.bad_commands,
                   "servo_refusals": c.servo_refusals, "bad_states": c.bad_states,
+                  "repeated_moves": c.repeated_moves,
                   "fail_safe_stops": c.fail_safe_stops, "fail_safe_errors": c.fail_safe_errors,
                   "loop_fail_safe_errors": self.loop.fail_safe_errors,
                   "incompatible_command_publishers": self.inputs.incompatible_publishers,
