@@ -243,3 +243,35 @@ def test_reset_with_a_seed_is_reproducible():
     np.testing.assert_array_equal(runs[0][0], runs[1][0])
     np.testing.assert_array_equal(runs[0][1], runs[1][1])
     assert runs[0][2] == runs[1][2]
+
+
+def test_a_target_ramp_blends_each_new_target_in_as_the_driver_does(monkeypatch):
+    """``target_ramp_s`` = the hardware driver's ``interpolation_s``: the motor target moves linearly from the last
+    target to the new one over the ramp (0 on the period's first physics step); 0 steps to it (the default)."""
+    stepped, ramped = make_env("go2/flat"), make_env("go2/flat", {"target_ramp_s": "0.02"})
+    for env in (stepped, ramped):
+        env.reset(seed=3)
+    ids = ramped.scene.actuator_ids
+    start = ramped.data.ctrl[ids].copy()
+    action = np.full(12, 0.2)
+    seen = []
+    real_step = mujoco.mj_step
+
+    def recording_step(model, data, nstep=1):
+        seen.append(data.ctrl[ids].copy())
+        real_step(model, data, nstep)
+
+    monkeypatch.setattr(mujoco, "mj_step", recording_step)  # observe the motor targets of each physics step
+    ramped.step(action)
+    ramped.step(action)
+    monkeypatch.undo()
+    target = ramped.low_level.targets(action)
+    assert len(seen) == 2 * ramped.n_substeps
+    np.testing.assert_allclose(seen[0], start)
+    np.testing.assert_allclose(seen[5], start + 0.5 * (target - start))
+    np.testing.assert_allclose(seen[ramped.n_substeps], target)  # the same target again: no ramp left
+    stepped.step(action)
+    np.testing.assert_allclose(stepped.data.ctrl[ids], target)
+    assert not np.allclose(stepped.data.qpos, ramped.data.qpos)
+    with pytest.raises(ValueError, match="target_ramp_s"):
+        make_env("go2/flat", {"target_ramp_s": "0.5"})

@@ -102,6 +102,7 @@ class Go2Env:
         self._reset_pose(rng, slope if kind == "slope" else 0.0)
         self._steps = 0
         self._prev_action = np.zeros(GO2.action_dim)
+        self._ramp_to: np.ndarray | None = None  # the last targets blended in (None: start from the reset pose's)
         self._fell = False
         self._falls = 0
         self._foot_slip_m = 0.0
@@ -170,8 +171,7 @@ class Go2Env:
         action = np.clip(action, -1.0, 1.0)
         feet_before = self.data.geom_xpos[self.scene.foot_geom_ids, :2].copy()  # (4, 2)
         contact_before = self._contacts()
-        self.data.ctrl[self.scene.actuator_ids] = self.low_level.targets(self._delay.push(action))
-        mujoco.mj_step(self.model, self.data, nstep=self.n_substeps)
+        self._apply_targets(self.low_level.targets(self._delay.push(action)))
         self._steps += 1
         self._priv = self._core = None
         planted = contact_before & self._contacts()
@@ -193,6 +193,24 @@ class Go2Env:
             truncated=truncated and not fallen,
             info={"time_s": self.time_s, "fell": self._fell},
         )
+
+    def _apply_targets(self, targets: np.ndarray) -> None:
+        """Hold ``targets`` for one control period (with ``target_ramp_s``: blend them in from the last ones).
+
+        The ramp is the hardware driver's: blend 0 on the period's first physics step, 1 once the ramp is over.
+        """
+        ids = self.scene.actuator_ids
+        ramp = self.config.target_ramp_s
+        if ramp <= 0:
+            self.data.ctrl[ids] = targets
+            mujoco.mj_step(self.model, self.data, nstep=self.n_substeps)
+            return
+        start = self.data.ctrl[ids].copy() if self._ramp_to is None else self._ramp_to
+        for k in range(self.n_substeps):
+            blend = min(k * self.config.physics_dt_s / ramp, 1.0)
+            self.data.ctrl[ids] = start + blend * (targets - start)
+            mujoco.mj_step(self.model, self.data)
+        self._ramp_to = targets
 
     def _is_fallen(self) -> bool:
         d = self.data

@@ -148,6 +148,9 @@ class Go2EnvConfig:
     """Terminate when the base is lower than this above the terrain (standing: ~0.27 m)."""
     fall_tilt_rad: float = 1.0
     """Terminate when the base z axis tilts more than this from the world vertical."""
+    target_ramp_s: float = 0.0
+    """Blend each new joint target in linearly over this long instead of stepping to it (0: step, as every dataset
+    and model was made). The Go2 hardware driver's ``interpolation_s``; here to measure what it costs."""
 
     def __post_init__(self) -> None:
         if not 1.0 <= self.episode_length_s <= 3600.0:
@@ -165,5 +168,7 @@ class Go2EnvConfig:
             raise ValueError(f"gait_duty must be in [0.3, 0.8], got {self.gait_duty=}")
         if not 0.05 <= self.fall_height_m <= 0.25:
             raise ValueError(f"fall_height_m must be in [0.05, 0.25], got {self.fall_height_m=}")
+        if not 0.0 <= self.target_ramp_s <= 0.2:
+            raise ValueError(f"target_ramp_s must be in [0, 0.2], got {self.target_ramp_s=}")
         if not 0.2 <= self.fall_tilt_rad <= 3.0:
             raise ValueError(f"fall_tilt_rad must be in [0.2, 3], got {self.fall_tilt_rad=}")
