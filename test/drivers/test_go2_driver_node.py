@@ -196,10 +196,11 @@ def test_driver_node_plays_a_stamped_plan_until_the_watchdog_holds(graph):
     plan = np.stack([action] + [later] * 15)  # row 0 = the action, every later period: `later`
 
     def held_target_is(offset):
+        # A sagging leg may be held within max_tracking_error_rad of where it is (see above), on this tick or on the
+        # last one before the hold: count the joints that got the target, not the clamp masks.
         sent = driver.controller.last_sent
-        free = ~sent.clamped.get("tracking_error", np.zeros(12, bool))  # a sagging leg may be held (see above)
-        return (sent.mode is Mode.HOLD and free.sum() >= 10
-                and np.allclose(sent.q_rad[free], (gc.DEFAULT_POSE_RAD + offset)[free], atol=1e-4))
+        hits = np.isclose(sent.q_rad, gc.DEFAULT_POSE_RAD + offset, atol=1e-4)
+        return sent.mode is Mode.HOLD and hits.sum() >= 10
 
     def publish(stamped, rows):
         n = len(joints)
@@ -213,7 +214,8 @@ def test_driver_node_plays_a_stamped_plan_until_the_watchdog_holds(graph):
 
     # Published until one is played (a loaded machine may deliver one later than max_plan_age_s: acted, not played).
     assert _wait(lambda: driver.controller.plan_counts["played"] >= 1 or not publish(True, plan))
-    assert _wait(lambda: held_target_is(later)), f"sent {driver.controller.last_sent}"
+    c = driver.controller
+    assert _wait(lambda: held_target_is(later)), f"sent {c.last_sent}, plans {c.plan_counts}, modes {c.transitions}"
     assert driver.controller.plan_counts["rows_advanced"] >= 1
     # While it was in force executed_command carried its stamp (the planner measures the delay from it); held,
     # it carries none.

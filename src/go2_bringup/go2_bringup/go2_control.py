@@ -44,8 +44,10 @@ class ControlConfig:
 
     control_hz: float = 500.0
     """Rate of LowCmd writes (the Go2 motor loop expects 500 Hz; >= 200 Hz)."""
-    interpolation_s: float = 0.02
-    """Time over which a new 50 Hz target is blended in linearly (0 = step to it at once)."""
+    interpolation_s: float = 0.0
+    """Time over which a new 50 Hz target is blended in linearly (0 = step to it at once, as in simulation). The
+    default was 0.02 until 2026-12-06: emulated in simulation, that ramp cost the deployed model 1.70 m of 5.84 per
+    10 s on foam and 2.42 of 7.35 on flat (``bench_results/GO2_DRIVER_RAMP.md``)."""
     state_timeout_s: float = 0.1
     """A LowState older than this latches the e-stop (robot link lost)."""
     stand_duration_s: float = 2.0
