@@ -275,3 +275,30 @@ def test_a_target_ramp_blends_each_new_target_in_as_the_driver_does(monkeypatch)
     assert not np.allclose(stepped.data.qpos, ramped.data.qpos)
     with pytest.raises(ValueError, match="target_ramp_s"):
         make_env("go2/flat", {"target_ramp_s": "0.5"})
+
+
+def test_the_driver_target_clamps_limit_each_physics_step(monkeypatch):
+    """``target_max_step_rad`` / ``target_max_tracking_error_rad`` = the driver's safety clamps, every 2 ms."""
+    env = make_env("go2/flat", {"target_max_step_rad": "0.05", "target_max_tracking_error_rad": "0.3"})
+    env.reset(seed=3)
+    ids, adr = env.scene.actuator_ids, env.scene.qpos_adr
+    seen = []
+    real_step = mujoco.mj_step
+
+    def recording_step(model, data, nstep=1):
+        seen.append((data.ctrl[ids].copy(), data.qpos[adr].copy()))
+        real_step(model, data, nstep)
+
+    before = env.data.ctrl[ids].copy()
+    monkeypatch.setattr(mujoco, "mj_step", recording_step)
+    action = np.zeros(12)
+    action[1] = 1.0  # FL thigh: a 1 rad jump of the target
+    env.step(action)
+    monkeypatch.undo()
+    ctrl = np.stack([c for c, _ in seen])
+    steps = np.abs(np.diff(np.vstack([before, ctrl]), axis=0))
+    assert steps.max() <= 0.05 + 1e-12
+    assert all(np.all(np.abs(c - q) <= 0.3 + 1e-12) for c, q in seen)
+    assert ctrl[-1, 1] < env.low_level.targets(action)[1] - 0.5, "the jump is still on its way"
+    with pytest.raises(ValueError, match="target_max_step_rad"):
+        make_env("go2/flat", {"target_max_step_rad": "-1"})

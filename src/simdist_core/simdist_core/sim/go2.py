@@ -195,20 +195,28 @@ class Go2Env:
         )
 
     def _apply_targets(self, targets: np.ndarray) -> None:
-        """Hold ``targets`` for one control period (with ``target_ramp_s``: blend them in from the last ones).
+        """Hold ``targets`` for one control period, through the hardware driver's target shaping when it is asked for.
 
-        The ramp is the hardware driver's: blend 0 on the period's first physics step, 1 once the ramp is over.
+        ``target_ramp_s``: blend them in from the last ones (blend 0 on the period's first physics step, 1 once the
+        ramp is over); then, each physics step as the driver's safety layer each tick, ``target_max_step_rad`` from
+        the last target sent and ``target_max_tracking_error_rad`` around the measured joints. None of them: step.
         """
-        ids = self.scene.actuator_ids
-        ramp = self.config.target_ramp_s
-        if ramp <= 0:
+        cfg, ids = self.config, self.scene.actuator_ids
+        ramp, max_step, max_err = cfg.target_ramp_s, cfg.target_max_step_rad, cfg.target_max_tracking_error_rad
+        if ramp <= 0 and max_step <= 0 and max_err <= 0:
             self.data.ctrl[ids] = targets
             mujoco.mj_step(self.model, self.data, nstep=self.n_substeps)
             return
         start = self.data.ctrl[ids].copy() if self._ramp_to is None else self._ramp_to
         for k in range(self.n_substeps):
-            blend = min(k * self.config.physics_dt_s / ramp, 1.0)
-            self.data.ctrl[ids] = start + blend * (targets - start)
+            desired = start + min(k * cfg.physics_dt_s / ramp, 1.0) * (targets - start) if ramp > 0 else targets
+            if max_step > 0:
+                last = self.data.ctrl[ids]
+                desired = np.clip(desired, last - max_step, last + max_step)
+            if max_err > 0:
+                q = self.data.qpos[self.scene.qpos_adr]
+                desired = np.clip(desired, q - max_err, q + max_err)
+            self.data.ctrl[ids] = desired
             mujoco.mj_step(self.model, self.data)
         self._ramp_to = targets
 

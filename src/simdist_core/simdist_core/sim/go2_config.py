@@ -151,6 +151,12 @@ class Go2EnvConfig:
     target_ramp_s: float = 0.0
     """Blend each new joint target in linearly over this long instead of stepping to it (0: step, as every dataset
     and model was made). The Go2 hardware driver's ``interpolation_s``; here to measure what it costs."""
+    target_max_step_rad: float = 0.0
+    """Limit the change of each joint target per physics step (0: none, as every dataset and model was made). The
+    hardware driver's ``max_step_rad`` (per 2 ms tick); here to measure what it costs."""
+    target_max_tracking_error_rad: float = 0.0
+    """Keep each joint target within this of the measured joint, every physics step (0: none). The hardware
+    driver's ``max_tracking_error_rad``; here to measure what it costs."""
 
     def __post_init__(self) -> None:
         if not 1.0 <= self.episode_length_s <= 3600.0:
@@ -170,5 +176,8 @@ class Go2EnvConfig:
             raise ValueError(f"fall_height_m must be in [0.05, 0.25], got {self.fall_height_m=}")
         if not 0.0 <= self.target_ramp_s <= 0.2:
             raise ValueError(f"target_ramp_s must be in [0, 0.2], got {self.target_ramp_s=}")
+        for name in ("target_max_step_rad", "target_max_tracking_error_rad"):
+            if not 0.0 <= getattr(self, name) <= 3.0:
+                raise ValueError(f"{name} must be in [0, 3] (0: no limit), got {getattr(self, name)!r}")
         if not 0.2 <= self.fall_tilt_rad <= 3.0:
             raise ValueError(f"fall_tilt_rad must be in [0.2, 3], got {self.fall_tilt_rad=}")

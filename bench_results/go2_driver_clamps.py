@@ -1,0 +1,56 @@
+"""Reading of ``GO2_DRIVER_CLAMPS.md``: the Go2 driver's target clamps against the simulator's unclamped target.
+
+Reads ``bench_results/go2_driver_clamps/{foam,flat}_{step_clamp,tracking_clamp,wide}.json`` and the reference
+``bench_results/go2_driver_ramp/{foam,flat}_step.json``; writes ``bench_results/go2_driver_clamps.json``.
+Run from the repository root:
+``PYTHONPATH=src/simdist_core:bench_results python bench_results/go2_driver_clamps.py``.
+"""
+
+import json
+from pathlib import Path
+
+from go2_driver_ramp import load as load_reference
+from simdist_core.eval.stats import episode_summary, episode_values, paired_cluster_difference_ci
+
+DIR = Path("bench_results/go2_driver_clamps")
+ARMS = {"step_clamp": {"target_max_step_rad": 0.05}, "tracking_clamp": {"target_max_tracking_error_rad": 0.6},
+        "wide": {"target_max_step_rad": 0.25, "target_max_tracking_error_rad": 1.0}}
+
+
+def load(terrain: str, arm: str) -> dict:
+    """A report after checking it is the protocol's run."""
+    path = DIR / f"{terrain}_{arm}.json"
+    report = json.loads(path.read_text())
+    overrides = {k: float(v) for k, v in report["env_overrides"].items()}
+    if (report["task"] != f"go2/{terrain}" or report["episodes"] != 30 or report["planner"]["prior_weight"] != 100.0
+            or Path(report["checkpoint"]).name != "go2" or report["torch_threads"] != 1 or report["late_link"]
+            or overrides != ARMS[arm]):
+        raise SystemExit(f"{path}: not the protocol's run")
+    return report
+
+
+def main() -> None:
+    """Every reading of the protocol, and its verdict."""
+    out: dict = {"protocol": "bench_results/GO2_DRIVER_CLAMPS.md", "seeds": [65500, 65529], "terrains": {}}
+    below: dict[str, bool] = {}
+    for terrain in ("foam", "flat"):
+        task = f"go2/{terrain}"
+        reports = {"reference_step": load_reference(terrain, "step")}
+        reports.update({arm: load(terrain, arm) for arm in ARMS})
+        reference = episode_values(reports["reference_step"]["per_episode"], task)
+        row = {arm: episode_summary(r["per_episode"], task) for arm, r in reports.items()}
+        for arm in ARMS:
+            d, low, high = paired_cluster_difference_ci([episode_values(reports[arm]["per_episode"], task)],
+                                                        [reference])
+            row[f"{arm}_minus_reference"] = {"difference": round(d, 3), "ci95": [round(low, 3), round(high, 3)]}
+            below[arm] = below.get(arm, False) or high < 0
+        out["terrains"][terrain] = row
+    out["verdict"] = {"step_clamp_costs_distance": below["step_clamp"],
+                      "tracking_clamp_costs_distance": below["tracking_clamp"],
+                      "wide_still_costs_distance": below["wide"]}
+    Path("bench_results/go2_driver_clamps.json").write_text(json.dumps(out, indent=1) + "\n")
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
