@@ -82,6 +82,7 @@ class Go2DriverParams:
 
 
 _LL = LowLevelConfig()
+_SAFETY = SafetyConfig(q_min_rad=(-1.0,), q_max_rad=(1.0,))  # its defaults (the limits come from the MJCF)
 ROWS = (
     P("network_interface", "", "Interface wired to the robot (e.g. eth0); empty = auto", read_only=True),
     P("domain_id", 0, "DDS domain of the robot", lo=0, hi=232, read_only=True),
@@ -91,8 +92,10 @@ ROWS = (
     P("kp", _LL.kp_nm_per_rad, "Joint PD Kp in N m/rad (must match Go2LowLevel)", lo=1.0, hi=100.0, read_only=True),
     P("kd", _LL.kd_nms_per_rad, "Joint PD Kd in N m s/rad", lo=0.0, hi=10.0, read_only=True),
     P("damping_kd", 2.0, "Kd while damping (kp = 0)", lo=0.1, hi=10.0, read_only=True),
-    P("max_step_rad", 0.05, "Max change of a joint target per control tick", lo=0.001, hi=1.0, read_only=True),
-    P("max_tracking_error_rad", 0.6, "Max |target - measured| per joint", lo=0.01, hi=3.0, read_only=True),
+    P("max_step_rad", _SAFETY.max_step_rad, "Max change of a joint target per control tick", lo=0.001, hi=1.0,
+      read_only=True),
+    P("max_tracking_error_rad", _SAFETY.max_tracking_error_rad, "Max |target - measured| per joint", lo=0.01, hi=3.0,
+      read_only=True),
     P("max_velocity_rad_s", 25.0, "Measured joint speed that latches the e-stop", lo=1.0, hi=60.0, read_only=True),
     P("hold_timeout_s", 0.1, "Command age after which the last target is held", lo=0.01, hi=5.0, read_only=True),
     P("damp_timeout_s", 0.5, "Command age after which the robot damps (latched)", lo=0.02, hi=10.0, read_only=True),

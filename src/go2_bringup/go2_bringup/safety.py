@@ -42,10 +42,15 @@ class SafetyConfig:
     """Lower position limit per joint (targets are clamped into [q_min, q_max])."""
     q_max_rad: tuple[float, ...]
     """Upper position limit per joint."""
-    max_step_rad: float = 0.05
-    """Largest change of the sent position target per control tick (rate limit of the target)."""
-    max_tracking_error_rad: float = 0.6
-    """Largest distance between the sent target and the measured position (bounds the PD torque)."""
+    max_step_rad: float = 0.25
+    """Largest change of the sent position target per control tick (rate limit of the target): a full-range jump
+    (2 rad) still takes 8 ticks. 0.05 until 2026-12-06: the deployed model's targets move 0.54–0.61 rad in a 20 ms
+    period at the 90th percentile, and emulated in simulation that limit cost it 3.0 m of 7.3 per 10 s on flat
+    (``bench_results/GO2_DRIVER_CLAMPS.md``); this one costs 0.29 m there with the tracking bound below."""
+    max_tracking_error_rad: float = 1.0
+    """Largest distance between the sent target and the measured position (bounds the PD torque: 25 N m at kp 25,
+    about the hip and thigh motors' own 23.7 N m peak). 0.6 until 2026-12-06 (it cost 0.055 m on flat, same
+    protocol)."""
     max_velocity_rad_s: float = 25.0
     """A measured joint speed above this latches the e-stop (runaway or broken encoder)."""
     hold_timeout_s: float = 0.1
