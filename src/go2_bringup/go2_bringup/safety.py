@@ -47,7 +47,7 @@ class SafetyConfig:
     2 rad, takes 2 ticks; the tracking bound below is what caps the torque). 0.05 until 2026-12-06: the deployed
     model's targets move 0.54–0.61 rad in a 20 ms period at the 90th percentile, and emulated in simulation that
     limit cost it 3.0 m of 7.3 per 10 s on flat (``bench_results/GO2_DRIVER_CLAMPS.md``), 0.25 still 0.29 m
-    (``bench_results/GO2_DRIVER_CLAMPS_SPLIT.md``)."""
+    (``bench_results/GO2_DRIVER_CLAMPS_SPLIT.md``); 1.0 never bound (``bench_results/GO2_DRIVER_DEFAULTS.md``)."""
     max_tracking_error_rad: float = 1.0
     """Largest distance between the sent target and the measured position (bounds the PD torque: 25 N m at kp 25,
     about the hip and thigh motors' own 23.7 N m peak). 0.6 until 2026-12-06 (it cost 0.055 m on flat, same
