@@ -17,17 +17,25 @@ ARMS = {"step_clamp": {"target_max_step_rad": 0.05}, "tracking_clamp": {"target_
         "wide": {"target_max_step_rad": 0.25, "target_max_tracking_error_rad": 1.0}}
 
 
-def load(path: Path, terrain: str, overrides: dict[str, float]) -> dict:
+def load(path: Path, terrain: str, overrides: dict[str, float | str]) -> dict:
     """A report after checking it is a run of these protocols with these env overrides."""
     report = json.loads(path.read_text())
     if (report["task"] != f"go2/{terrain}" or report["episodes"] != 30 or report["planner"]["prior_weight"] != 100.0
             or Path(report["checkpoint"]).name != "go2" or report["torch_threads"] != 1 or report["late_link"]
-            or {k: float(v) for k, v in report["env_overrides"].items()} != overrides):
+            or {k: _value(v) for k, v in report["env_overrides"].items()} != overrides):
         raise SystemExit(f"{path}: not the protocol's run")
     return report
 
 
-def read_arms(directory: Path, arms: dict[str, dict[str, float]], terrains: tuple[str, ...]) -> tuple[dict, dict]:
+def _value(text: str) -> float | str:
+    """An override's value as the arms write it: a number where it is one."""
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def read_arms(directory: Path, arms: dict[str, dict[str, float | str]], terrains: tuple[str, ...]) -> tuple[dict, dict]:
     """Per terrain: each arm's summary and its difference from the unclamped reference; per arm: below it anywhere."""
     rows, below = {}, {arm: False for arm in arms}
     for terrain in terrains:

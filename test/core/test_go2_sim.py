@@ -302,3 +302,23 @@ def test_the_driver_target_clamps_limit_each_physics_step(monkeypatch):
     assert ctrl[-1, 1] < env.low_level.targets(action)[1] - 0.5, "the jump is still on its way"
     with pytest.raises(ValueError, match="target_max_step_rad"):
         make_env("go2/flat", {"target_max_step_rad": "-1"})
+
+
+def test_leg_odometry_as_the_base_velocity_source_tracks_the_true_velocity_while_walking():
+    """``base_velocity_source=leg_odometry``: the proprio's base velocity is the driver's estimate, not the truth."""
+    from simdist_core.experts import make_policy
+
+    odom_env = make_env("go2/flat", {"base_velocity_source": "leg_odometry"})
+    vels, truths = [], []
+    odom_env.reset(seed=5)
+    expert = make_policy(odom_env, 1.0, np.random.default_rng(0))
+    for _ in range(100):
+        action = expert.act(odom_env)
+        obs = odom_env.step(action).obs
+        vels.append(obs["proprio"][0:3].copy())
+        truths.append(odom_env.sensors()["base_lin_vel"])
+    vels, truths = np.array(vels[50:]), np.array(truths[50:])
+    assert not np.allclose(vels, truths, atol=1e-4), "the estimate is not the simulator's velocity"
+    assert abs(vels[:, 0].mean() - truths[:, 0].mean()) < 0.15, "but it follows the forward speed"
+    with pytest.raises(ValueError, match="base_velocity_source"):
+        make_env("go2/flat", {"base_velocity_source": "gps"})

@@ -7,7 +7,7 @@ Graph role (topics relative, see ``simdist_ros.topics``):
          carries its plan has its rows played, ``play_plan``, see ``go2_control``),
          ``estop`` (Bool: True latches damping)
     out  ``joint_states``, ``imu``, ``foot_contacts``, ``odom`` (qos.SENSOR; leg-kinematic odometry, twist in the
-         base frame, see ``state_estimator``), ``executed_command`` (the action the
+         base frame, see ``simdist_core.sim.go2_leg_odometry``), ``executed_command`` (the action the
          motors actually got, after the safety clamps; published before the sensors it precedes and, while
          commands are fresh, stamped with the observation the command in force answered, as the simulated robot
          does, so the planner measures the delay), ``/diagnostics``; for RViz (``simdist_ros.robot_tf``):
@@ -17,7 +17,7 @@ Graph role (topics relative, see ``simdist_ros.topics``):
 
 The 500 Hz control loop (``go2_control.ControlLoop``) runs in its own thread and never waits on ROS:
 callbacks only hand new targets / requests to ``Go2Controller``. Low-level mode runs no Unitree state
-estimator, so ``odom`` comes from ``state_estimator.LegOdometry`` (stance-leg kinematics + IMU).
+estimator, so ``odom`` comes from ``simdist_core.sim.go2_leg_odometry.LegOdometry`` (stance-leg kinematics + IMU).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from rclpy.node import Node
 from sensor_msgs.msg import Imu, JointState
 from simdist_core.robots import GO2
 from simdist_core.sim import go2_constants as gc
+from simdist_core.sim.go2_leg_odometry import EstimatorConfig, LegOdometry
 from simdist_core.sim.go2_lowlevel import Go2LowLevel, LowLevelConfig
 from simdist_ros.driver_inputs import DriverInputs
 from simdist_ros.params import P, declare_table
@@ -44,7 +45,6 @@ from go2_bringup.constants import joint_limits_rad
 from go2_bringup.go2_control import ControlConfig, ControlLoop, Go2Controller, check_estop_buttons
 from go2_bringup.go2_sdk import BridgeConfig, Go2SdkBridge
 from go2_bringup.safety import Mode, SafetyConfig, SafetyController
-from go2_bringup.state_estimator import EstimatorConfig, LegOdometry
 from simdist_ros import msgs, qos, topics
 
 

@@ -23,6 +23,7 @@ from simdist_core.robots import GO2
 from simdist_core.sim.base import DelayLine, StepResult, draw_steps
 from simdist_core.sim.go2_config import Go2EnvConfig
 from simdist_core.sim.go2_constants import NOMINAL_STANDING_HEIGHT_M
+from simdist_core.sim.go2_leg_odometry import EstimatorConfig, LegOdometry
 from simdist_core.sim.go2_lowlevel import Go2LowLevel
 from simdist_core.sim.go2_obs import gait_phase_rad, height_map_points, proprio_from_sensors, quat_to_rotmat
 from simdist_core.sim.go2_rewards import VALUE_FEATURE_NAMES, reward_terms, stance_schedule, value_features
@@ -103,6 +104,10 @@ class Go2Env:
         self._steps = 0
         self._prev_action = np.zeros(GO2.action_dim)
         self._ramp_to: np.ndarray | None = None  # the last targets blended in (None: start from the reset pose's)
+        self._odometry = None  # the driver's leg odometry, when the proprio's base velocity comes from it
+        if self.config.base_velocity_source == "leg_odometry":
+            self._odometry = LegOdometry(EstimatorConfig(filter_alpha=self.config.leg_odometry_filter_alpha))
+            self._update_odometry()
         self._fell = False
         self._falls = 0
         self._foot_slip_m = 0.0
@@ -174,6 +179,8 @@ class Go2Env:
         self._apply_targets(self.low_level.targets(self._delay.push(action)))
         self._steps += 1
         self._priv = self._core = None
+        if self._odometry is not None:
+            self._update_odometry()
         planted = contact_before & self._contacts()
         moved = np.linalg.norm(self.data.geom_xpos[self.scene.foot_geom_ids, :2] - feet_before, axis=1)  # (4,)
         self._foot_slip_m += float(np.sum(moved[planted]))
@@ -220,6 +227,13 @@ class Go2Env:
             mujoco.mj_step(self.model, self.data)
         self._ramp_to = targets
 
+    def _update_odometry(self) -> None:
+        """One update of the driver's leg odometry from this period's simulated sensors (the driver: one a publish)."""
+        d, sc = self.data, self.scene
+        forces = np.array([d.sensordata[a][0] for a in sc.touch_adr])
+        self._odometry.update(d.qpos[sc.qpos_adr], d.qvel[sc.dof_adr], d.sensordata[sc.gyro_adr], d.qpos[3:7],
+                              forces, self.control_dt_s)
+
     def _is_fallen(self) -> bool:
         d = self.data
         height = d.qpos[2] - self.scene.terrain.height_at(d.qpos[0], d.qpos[1])
@@ -252,8 +266,9 @@ class Go2Env:
     def observation(self) -> dict[str, np.ndarray]:
         """Observation dict (``robots.GO2`` layout), with observation noise when randomisation is on."""
         d, sc = self.data, self.scene
+        true_vel = quat_to_rotmat(d.qpos[3:7]).T @ d.qvel[0:3]
         sensors = {  # the subset of ``sensors()`` the observation needs
-            "base_lin_vel": quat_to_rotmat(d.qpos[3:7]).T @ d.qvel[0:3],
+            "base_lin_vel": true_vel if self._odometry is None else self._odometry.lin_vel_m_s,
             "imu_gyro": d.sensordata[sc.gyro_adr],
             "imu_quat": d.qpos[3:7],
             "joint_pos": d.qpos[sc.qpos_adr],

@@ -151,6 +151,12 @@ class Go2EnvConfig:
     target_ramp_s: float = 0.0
     """Blend each new joint target in linearly over this long instead of stepping to it (0: step, as every dataset
     and model was made). The Go2 hardware driver's ``interpolation_s``; here to measure what it costs."""
+    base_velocity_source: str = "true"
+    """Where the proprio's base linear velocity comes from: ``true`` (the simulator's, as every dataset and model
+    was made) or ``leg_odometry`` (the hardware driver's estimate, ``go2_leg_odometry.LegOdometry``, updated once
+    per control period from the simulated joints, IMU and foot touch forces); here to measure what it costs."""
+    leg_odometry_filter_alpha: float = 0.2
+    """With ``leg_odometry``: the estimator's ``filter_alpha`` (the driver's default 0.2; 1 = no filtering)."""
     target_max_step_rad: float = 0.0
     """Limit the change of each joint target per physics step (0: none, as every dataset and model was made). The
     hardware driver's ``max_step_rad`` (per 2 ms tick); here to measure what it costs."""
@@ -176,6 +182,11 @@ class Go2EnvConfig:
             raise ValueError(f"fall_height_m must be in [0.05, 0.25], got {self.fall_height_m=}")
         if not 0.0 <= self.target_ramp_s <= 0.2:
             raise ValueError(f"target_ramp_s must be in [0, 0.2], got {self.target_ramp_s=}")
+        if self.base_velocity_source not in ("true", "leg_odometry"):
+            raise ValueError(f"base_velocity_source must be 'true' or 'leg_odometry', got "
+                             f"{self.base_velocity_source!r}")
+        if not 0.0 < self.leg_odometry_filter_alpha <= 1.0:
+            raise ValueError(f"leg_odometry_filter_alpha must be in (0, 1], got {self.leg_odometry_filter_alpha=}")
         for name in ("target_max_step_rad", "target_max_tracking_error_rad"):
             if not 0.0 <= getattr(self, name) <= 3.0:
                 raise ValueError(f"{name} must be in [0, 3] (0: no limit), got {getattr(self, name)!r}")

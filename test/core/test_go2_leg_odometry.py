@@ -2,8 +2,8 @@
 
 import numpy as np
 import pytest
-from go2_bringup.state_estimator import EstimatorConfig, LegKinematics, LegOdometry
 from simdist_core.sim import go2_constants as gc
+from simdist_core.sim.go2_leg_odometry import EstimatorConfig, LegKinematics, LegOdometry
 
 IDENTITY = np.array([1.0, 0.0, 0.0, 0.0])
 

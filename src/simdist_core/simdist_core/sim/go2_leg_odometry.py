@@ -1,5 +1,8 @@
 """Leg-kinematic odometry for the Go2 in low-level mode (no sport-mode state estimator runs then).
 
+Used by the hardware driver (``go2_bringup``) for its ``odom``, and by the simulator to emulate it
+(``Go2EnvConfig.base_velocity_source``), so both run the same estimator.
+
 The encoder needs the base linear velocity in the base frame (``odom`` twist, as the simulator gives it).
 A foot in stance does not move in the world, so with the foot position ``p`` and its velocity ``J dq``
 relative to the base (both in the base frame, from the MuJoCo Go2 model at the measured joint angles)::
@@ -18,6 +21,7 @@ from dataclasses import dataclass
 
 import mujoco
 import numpy as np
+
 from simdist_core.sim import go2_constants as gc
 from simdist_core.sim.assets import go2_xml_path
 from simdist_core.sim.go2_obs import quat_to_rotmat
