@@ -48,6 +48,9 @@ class Go2Env:
         self.command = np.zeros(3)
         self.domain: dict[str, float] = {}
         self._episode_started = False
+        self._odometry: LegOdometry | None = None  # the driver's estimate, when the proprio's base velocity is it
+        if self.config.base_velocity_source == "leg_odometry":
+            self._odometry = LegOdometry(EstimatorConfig(filter_alpha=self.config.leg_odometry_filter_alpha))
         self.reset()
 
     # ----------------------------------------------------------------------------------------- state
@@ -104,9 +107,8 @@ class Go2Env:
         self._steps = 0
         self._prev_action = np.zeros(GO2.action_dim)
         self._ramp_to: np.ndarray | None = None  # the last targets blended in (None: start from the reset pose's)
-        self._odometry = None  # the driver's leg odometry, when the proprio's base velocity comes from it
-        if self.config.base_velocity_source == "leg_odometry":
-            self._odometry = LegOdometry(EstimatorConfig(filter_alpha=self.config.leg_odometry_filter_alpha))
+        if self._odometry is not None:
+            self._odometry.reset()
             self._update_odometry()
         self._fell = False
         self._falls = 0
@@ -214,7 +216,7 @@ class Go2Env:
             self.data.ctrl[ids] = targets
             mujoco.mj_step(self.model, self.data, nstep=self.n_substeps)
             return
-        start = self.data.ctrl[ids].copy() if self._ramp_to is None else self._ramp_to
+        start = self.data.ctrl[ids].copy() if self._ramp_to is None else self._ramp_to  # used with a ramp only
         for k in range(self.n_substeps):
             desired = start + min(k * cfg.physics_dt_s / ramp, 1.0) * (targets - start) if ramp > 0 else targets
             if max_step > 0:
@@ -266,9 +268,12 @@ class Go2Env:
     def observation(self) -> dict[str, np.ndarray]:
         """Observation dict (``robots.GO2`` layout), with observation noise when randomisation is on."""
         d, sc = self.data, self.scene
-        true_vel = quat_to_rotmat(d.qpos[3:7]).T @ d.qvel[0:3]
+        if self._odometry is None:
+            base_lin_vel = quat_to_rotmat(d.qpos[3:7]).T @ d.qvel[0:3]
+        else:
+            base_lin_vel = self._odometry.lin_vel_m_s
         sensors = {  # the subset of ``sensors()`` the observation needs
-            "base_lin_vel": true_vel if self._odometry is None else self._odometry.lin_vel_m_s,
+            "base_lin_vel": base_lin_vel,
             "imu_gyro": d.sensordata[sc.gyro_adr],
             "imu_quat": d.qpos[3:7],
             "joint_pos": d.qpos[sc.qpos_adr],

@@ -83,6 +83,12 @@ class LegOdometry:
         """Integrated base position in the odometry frame (z = kinematic height above the stance feet)."""
         self.stance = np.zeros(4, dtype=bool)
 
+    def reset(self) -> None:
+        """Forget the estimate (a new episode starts at rest at the origin)."""
+        self.lin_vel_m_s = np.zeros(3)
+        self.pos_m = np.zeros(3)
+        self.stance = np.zeros(4, dtype=bool)
+
     def update(self, q_rad: np.ndarray, dq_rad_s: np.ndarray, gyro_rad_s: np.ndarray, quat_wxyz: np.ndarray,
                foot_force: np.ndarray, dt_s: float) -> np.ndarray:
         """Fold in one state sample; returns the filtered base velocity (3,) in the base frame.
