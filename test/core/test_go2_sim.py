@@ -322,3 +322,15 @@ def test_leg_odometry_as_the_base_velocity_source_tracks_the_true_velocity_while
     assert abs(vels[:, 0].mean() - truths[:, 0].mean()) < 0.15, "but it follows the forward speed"
     with pytest.raises(ValueError, match="base_velocity_source"):
         make_env("go2/flat", {"base_velocity_source": "gps"})
+
+
+def test_commanded_distance_is_the_command_speed_times_the_time_stepped():
+    env = make_env("go2/flat")
+    env.reset(seed=7)
+    assert env.metrics()["commanded_m"] == 0.0
+    for _ in range(50):
+        env.step(np.zeros(12))
+    speed = math.hypot(env.command[0], env.command[1])
+    assert env.metrics()["commanded_m"] == pytest.approx(speed * env.metrics()["duration_s"])
+    env.reset(seed=8)
+    assert env.metrics()["commanded_m"] == 0.0

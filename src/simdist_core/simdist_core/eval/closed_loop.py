@@ -365,6 +365,9 @@ def main(argv: list[str]) -> int:
           f"fallbacks {report['fallbacks']}; {report['sim_s']:.1f} sim s in {report['wall_s']:.1f} s wall "
           f"(x{report['real_time_factor']:.2f} real time)")  # fmt: skip
     funnel = report["summary"]
+    if funnel.get("commanded_m", 0.0) > 0:  # Go2: progress read as command tracking (faster than asked counts too)
+        print(f"{cfg.task}: {funnel['forward_progress_m'] / funnel['commanded_m']:.2f} of the commanded distance "
+              f"({funnel['commanded_m']:.2f} m per episode)")
     if "reached_hole" in funnel:  # UR5e: where the failed episodes stopped
         print(f"{cfg.task}: of the episodes, {funnel['reached_hole']:.0%} reached the hole, "
               f"{funnel['centred_at_hole']:.0%} were centred there, {funnel['aligned_at_hole']:.0%} centred and "

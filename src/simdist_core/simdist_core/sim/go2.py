@@ -113,6 +113,7 @@ class Go2Env:
         self._fell = False
         self._falls = 0
         self._foot_slip_m = 0.0
+        self._commanded_m = 0.0
         self._priv: dict[str, np.ndarray] | None = None
         self._core: dict[str, np.ndarray] | None = None
         self._start_xy = self.data.qpos[0:2].copy()
@@ -180,6 +181,7 @@ class Go2Env:
         contact_before = self._contacts()
         self._apply_targets(self.low_level.targets(self._delay.push(action)))
         self._steps += 1
+        self._commanded_m += math.hypot(self.command[0], self.command[1]) * self.control_dt_s
         self._priv = self._core = None
         if self._odometry is not None:
             self._update_odometry()
@@ -383,7 +385,9 @@ class Go2Env:
         ``forward_progress_m``: base displacement along the initial commanded direction; ``fell``: the episode
         reached a fall; ``falls``: fall events (upright -> fallen transitions; > 1 only if stepping continues
         after termination); ``duration_s``; ``foot_slip_m``: summed horizontal travel of feet that stayed in
-        contact over a control step (a slip measure).
+        contact over a control step (a slip measure); ``commanded_m``: the distance the velocity command asked for
+        over the steps taken (its planar speed times the time), so ``forward_progress_m`` can be read as command
+        tracking, where walking faster than commanded also raises the progress.
         """
         delta = self.data.qpos[0:2] - self._start_xy
         progress = delta[0] * math.cos(self._progress_dir) + delta[1] * math.sin(self._progress_dir)
@@ -393,6 +397,7 @@ class Go2Env:
             "falls": float(self._falls),
             "duration_s": self.time_s,
             "foot_slip_m": self._foot_slip_m,
+            "commanded_m": self._commanded_m,
         }
 
 
