@@ -8,7 +8,7 @@ one LowCmd. The ROS node only converts messages and calls ``set_action`` / ``est
 A command that carries its plan (the planner's ``send_plan``: row k for the k-th 50 Hz period after the
 observation it answers) is played: the target follows the row for the period the robot is in, so a command
 that arrives late, or a period that gets no fresh command, acts on the plan's next step instead of repeating
-one planned for an older state (``simdist_core.planning.in_flight.plan_row``; through a simulated graph on one
+one planned for an older state (``simdist_core.planning.in_flight.row_for_delay``; through a simulated graph on one
 busy core that walked 1.39 m further per 10 s on foam than repeating). Rows never feed the command watchdog:
 only a new command does, so the plan plays for at most ``hold_timeout_s`` after the last one arrived, and every
 row passes the same safety limits as a command.
@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from simdist_core.planning.in_flight import plan_row
+from simdist_core.planning.in_flight import row_for_delay
 from simdist_core.robots import GO2
 from simdist_core.sim.go2_constants import DEFAULT_POSE_RAD
 from simdist_core.sim.go2_lowlevel import Go2LowLevel
@@ -175,8 +175,7 @@ class Go2Controller:
 
     def _row_at(self, obs_s: float, now_s: float, num_rows: int) -> int:
         """The plan row for the period ``now_s`` falls in (the last row past the plan's end)."""
-        delay = int((now_s - obs_s) // self.config.plan_period_s)
-        return int(np.clip(delay, 0, num_rows - 1))  # as ``plan_row``: past the end, the last row
+        return row_for_delay(num_rows, int((now_s - obs_s) // self.config.plan_period_s))
 
     def _ramp_toward(self, target: np.ndarray, now_s: float) -> None:
         """Blend from the target in force now to ``target`` over ``interpolation_s`` (caller holds the lock)."""
@@ -192,7 +191,7 @@ class Go2Controller:
         row = self._row_at(self._plan_obs_s, now_s, len(self._plan_targets))
         if row != self._plan_row:
             self._plan_row = row
-            self._ramp_toward(plan_row(self._plan_targets, row), now_s)
+            self._ramp_toward(self._plan_targets[row], now_s)
             self.plan_counts["rows_advanced"] += 1
 
     def estop(self, reason: str) -> None:

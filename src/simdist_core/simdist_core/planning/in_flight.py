@@ -70,7 +70,12 @@ def plan_row(plan: np.ndarray, delay: int) -> np.ndarray:
     Emulated in-process (``simdist_core.eval.late_link``, ``bench_results/GO2_LATE_LINK.md``): with the commands of
     a graph on one busy core, repeating the command kept 0.70 of the on-time distance on foam, playing the plan 0.98.
     """
-    return plan[min(max(delay, 0), len(plan) - 1)]
+    return plan[row_for_delay(len(plan), delay)]
+
+
+def row_for_delay(num_rows: int, delay: int) -> int:
+    """The index of the plan row for a step ``delay`` periods after the observation (the last row past the end)."""
+    return min(max(delay, 0), num_rows - 1)
 
 
 def plan_to_send(plan_out: object) -> np.ndarray | None:
