@@ -23,6 +23,7 @@ from simdist_core.robots import GO2
 from simdist_core.sim.base import DelayLine, StepResult, draw_steps
 from simdist_core.sim.go2_config import Go2EnvConfig
 from simdist_core.sim.go2_constants import NOMINAL_STANDING_HEIGHT_M
+from simdist_core.sim.go2_imu_leg_fusion import ImuLegFusion, SpecificForceMean
 from simdist_core.sim.go2_leg_odometry import EstimatorConfig, LegOdometry
 from simdist_core.sim.go2_lowlevel import Go2LowLevel
 from simdist_core.sim.go2_obs import gait_phase_rad, height_map_points, proprio_from_sensors, quat_to_rotmat
@@ -48,9 +49,14 @@ class Go2Env:
         self.command = np.zeros(3)
         self.domain: dict[str, float] = {}
         self._episode_started = False
-        self._odometry: LegOdometry | None = None  # the driver's estimate, when the proprio's base velocity is it
+        self._odometry: LegOdometry | ImuLegFusion | None = None  # the driver's estimate, when the proprio has it
+        self._imu = SpecificForceMean()  # the period's accelerometer samples, for ImuLegFusion
+        self._imu_rng = np.random.default_rng()  # emulated IMU errors; apart from _rng, so episodes stay the same
+        self._imu_bias_m_s2 = np.zeros(3)
         if self.config.base_velocity_source == "leg_odometry":
             self._odometry = LegOdometry(EstimatorConfig(filter_alpha=self.config.leg_odometry_filter_alpha))
+        elif self.config.base_velocity_source == "imu_leg_fusion":
+            self._odometry = ImuLegFusion()
         self.reset()
 
     # ----------------------------------------------------------------------------------------- state
@@ -89,6 +95,7 @@ class Go2Env:
         """Draw terrain, domain parameters, command and initial pose; return the first observation."""
         if seed is not None:
             self._rng = np.random.default_rng(seed)
+            self._imu_rng = np.random.default_rng([seed, 0x1B0])
         rng = self._rng
         cfg, dr = self.config, self.config.randomization
         kind = str(rng.choice(dr.terrain_kinds)) if dr.enabled else cfg.terrain.kind
@@ -108,8 +115,12 @@ class Go2Env:
         self._prev_action = np.zeros(GO2.action_dim)
         self._ramp_to: np.ndarray | None = None  # the last targets blended in (None: start from the reset pose's)
         if self._odometry is not None:
+            direction = self._imu_rng.normal(size=3)
+            self._imu_bias_m_s2 = self.config.imu_acc_bias_m_s2 * direction / np.linalg.norm(direction)
+            self._imu.take()  # samples of the last episode
             self._odometry.reset()
             self._update_odometry()
+            self._vel_sq_error_sum = 0.0
         self._fell = False
         self._falls = 0
         self._foot_slip_m = 0.0
@@ -185,6 +196,8 @@ class Go2Env:
         self._priv = self._core = None
         if self._odometry is not None:
             self._update_odometry()
+            truth = quat_to_rotmat(self.data.qpos[3:7]).T @ self.data.qvel[0:3]
+            self._vel_sq_error_sum += float(np.sum((self._odometry.lin_vel_m_s - truth) ** 2))
         planted = contact_before & self._contacts()
         moved = np.linalg.norm(self.data.geom_xpos[self.scene.foot_geom_ids, :2] - feet_before, axis=1)  # (4,)
         self._foot_slip_m += float(np.sum(moved[planted]))
@@ -214,7 +227,8 @@ class Go2Env:
         """
         cfg, ids = self.config, self.scene.actuator_ids
         ramp, max_step, max_err = cfg.target_ramp_s, cfg.target_max_step_rad, cfg.target_max_tracking_error_rad
-        if ramp <= 0 and max_step <= 0 and max_err <= 0:
+        fusion = isinstance(self._odometry, ImuLegFusion)
+        if ramp <= 0 and max_step <= 0 and max_err <= 0 and not fusion:
             self.data.ctrl[ids] = targets
             mujoco.mj_step(self.model, self.data, nstep=self.n_substeps)
             return
@@ -229,14 +243,32 @@ class Go2Env:
                 desired = np.clip(desired, q - max_err, q + max_err)
             self.data.ctrl[ids] = desired
             mujoco.mj_step(self.model, self.data)
+            if fusion:
+                self._imu_sample()
         self._ramp_to = targets
 
+    def _imu_sample(self) -> None:
+        """One accelerometer sample for the period's mean (the driver: one a LowState, every 2 ms).
+
+        MuJoCo computes sensors in the step's forward pass, so the sample is the acceleration over the step just
+        taken. Emulated errors: the episode's constant bias and white noise per sample (``imu_acc_*``).
+        """
+        d, cfg = self.data, self.config
+        accel = d.sensordata[self.scene.acc_adr] + self._imu_bias_m_s2
+        if cfg.imu_acc_noise_m_s2 > 0:
+            accel = accel + self._imu_rng.normal(0.0, cfg.imu_acc_noise_m_s2, 3)
+        self._imu.add(d.qpos[3:7], accel)
+
     def _update_odometry(self) -> None:
-        """One update of the driver's leg odometry from this period's simulated sensors (the driver: one a publish)."""
+        """One update of the driver's estimator from this period's simulated sensors (the driver: one a publish)."""
         d, sc = self.data, self.scene
         forces = np.array([d.sensordata[a][0] for a in sc.touch_adr])
-        self._odometry.update(d.qpos[sc.qpos_adr], d.qvel[sc.dof_adr], d.sensordata[sc.gyro_adr], d.qpos[3:7],
-                              forces, self.control_dt_s)
+        args = (d.qpos[sc.qpos_adr], d.qvel[sc.dof_adr], d.sensordata[sc.gyro_adr], d.qpos[3:7], forces,
+                self.control_dt_s)
+        if isinstance(self._odometry, ImuLegFusion):
+            self._odometry.update(*args, self._imu.take())
+        else:
+            self._odometry.update(*args)
 
     def _is_fallen(self) -> bool:
         d = self.data
@@ -391,7 +423,7 @@ class Go2Env:
         """
         delta = self.data.qpos[0:2] - self._start_xy
         progress = delta[0] * math.cos(self._progress_dir) + delta[1] * math.sin(self._progress_dir)
-        return {
+        metrics = {
             "forward_progress_m": float(progress),
             "fell": self._fell,
             "falls": float(self._falls),
@@ -399,6 +431,9 @@ class Go2Env:
             "foot_slip_m": self._foot_slip_m,
             "commanded_m": self._commanded_m,
         }
+        if self._odometry is not None and self._steps:
+            metrics["base_vel_rmse_m_s"] = math.sqrt(self._vel_sq_error_sum / self._steps)
+        return metrics
 
 
 VALUE_FEATURE_DIM = len(VALUE_FEATURE_NAMES)

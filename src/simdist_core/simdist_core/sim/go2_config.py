@@ -154,7 +154,14 @@ class Go2EnvConfig:
     base_velocity_source: str = "true"
     """Where the proprio's base linear velocity comes from: ``true`` (the simulator's, as every dataset and model
     was made) or ``leg_odometry`` (the hardware driver's estimate, ``go2_leg_odometry.LegOdometry``, updated once
-    per control period from the simulated joints, IMU and foot touch forces); here to measure what it costs."""
+    per control period from the simulated joints, IMU and foot touch forces) or ``imu_leg_fusion`` (the same feet
+    fused with every physics step's accelerometer sample, ``go2_imu_leg_fusion.ImuLegFusion``); here to measure
+    what each costs."""
+    imu_acc_bias_m_s2: float = 0.0
+    """With ``imu_leg_fusion``: magnitude of the accelerometer's emulated bias, constant over an episode, in a random
+    direction (base frame); it stands for the sensor's bias and the attitude estimate's tilt error (1 deg: 0.17)."""
+    imu_acc_noise_m_s2: float = 0.0
+    """With ``imu_leg_fusion``: standard deviation of the accelerometer's emulated white noise per 2 ms sample."""
     leg_odometry_filter_alpha: float = 0.2
     """With ``leg_odometry``: the estimator's ``filter_alpha`` (the driver's default 0.2; 1 = no filtering)."""
     target_max_step_rad: float = 0.0
@@ -182,9 +189,12 @@ class Go2EnvConfig:
             raise ValueError(f"fall_height_m must be in [0.05, 0.25], got {self.fall_height_m=}")
         if not 0.0 <= self.target_ramp_s <= 0.2:
             raise ValueError(f"target_ramp_s must be in [0, 0.2], got {self.target_ramp_s=}")
-        if self.base_velocity_source not in ("true", "leg_odometry"):
-            raise ValueError(f"base_velocity_source must be 'true' or 'leg_odometry', got "
+        if self.base_velocity_source not in ("true", "leg_odometry", "imu_leg_fusion"):
+            raise ValueError(f"base_velocity_source must be 'true', 'leg_odometry' or 'imu_leg_fusion', got "
                              f"{self.base_velocity_source!r}")
+        for name in ("imu_acc_bias_m_s2", "imu_acc_noise_m_s2"):
+            if not 0.0 <= getattr(self, name) <= 10.0:
+                raise ValueError(f"{name} must be in [0, 10], got {getattr(self, name)!r}")
         if not 0.0 < self.leg_odometry_filter_alpha <= 1.0:
             raise ValueError(f"leg_odometry_filter_alpha must be in (0, 1], got {self.leg_odometry_filter_alpha=}")
         for name in ("target_max_step_rad", "target_max_tracking_error_rad"):

@@ -105,14 +105,23 @@ class LegOdometry:
         rot = quat_to_rotmat(np.asarray(quat_wxyz, dtype=np.float64))  # base -> odometry frame
         self.stance = np.asarray(foot_force) > self.config.contact_threshold
         if np.any(self.stance):
-            samples = -(vel[self.stance] + np.cross(gyro_rad_s, pos[self.stance]))  # (n_stance, 3)
+            samples = stance_velocities(pos, vel, gyro_rad_s)[self.stance]  # (n_stance, 3)
             a = self.config.filter_alpha
             self.lin_vel_m_s = (1.0 - a) * self.lin_vel_m_s + a * samples.mean(axis=0)
-            height = -float(np.mean((pos[self.stance] @ rot.T)[:, 2]))  # vertical depth of the stance feet
         else:
             self.lin_vel_m_s = self.lin_vel_m_s * self.config.decay_without_contact
-            height = self.pos_m[2]
-        world_vel = rot @ self.lin_vel_m_s
-        self.pos_m[:2] += world_vel[:2] * dt_s
-        self.pos_m[2] = height
+        integrate_pose(self.pos_m, rot, self.lin_vel_m_s, pos, self.stance, dt_s)
         return self.lin_vel_m_s
+
+
+def stance_velocities(foot_pos_m: np.ndarray, foot_vel_m_s: np.ndarray, gyro_rad_s: np.ndarray) -> np.ndarray:
+    """Base velocity (base frame) each foot implies if it stands still in the world, (4, 3)."""
+    return -(foot_vel_m_s + np.cross(gyro_rad_s, foot_pos_m))
+
+
+def integrate_pose(pos_m: np.ndarray, rot: np.ndarray, base_vel_m_s: np.ndarray, foot_pos_m: np.ndarray,
+                   stance: np.ndarray, dt_s: float) -> None:
+    """Advance the odometry position in place: xy integrates the rotated velocity, z is the stance feet's depth."""
+    pos_m[:2] += (rot @ base_vel_m_s)[:2] * dt_s
+    if np.any(stance):
+        pos_m[2] = -float(np.mean((foot_pos_m[stance] @ rot.T)[:, 2]))  # vertical depth of the stance feet
