@@ -20,6 +20,7 @@ from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
 from sensor_msgs.msg import JointState
 from simdist_core.sim import go2_constants as gc
+from simdist_core.sim.go2_imu_leg_fusion import ImuLegFusion
 from simdist_ros.access_policy import node_access, observed_access
 from simdist_ros.runtime import make_executor
 from std_msgs.msg import Bool, Float64MultiArray, MultiArrayDimension
@@ -42,7 +43,8 @@ def _wait(predicate, timeout_s=30.0):
 
 
 @pytest.fixture
-def graph():
+def graph(request):
+    extra = getattr(request, "param", {})  # more parameter overrides, by indirect parametrisation
     sim = Go2DdsSim(DOMAIN_ID).start()
     context = rclpy.Context()
     rclpy.init(context=context)
@@ -50,6 +52,7 @@ def graph():
                  Parameter("control_hz", value=250.0), Parameter("stand_duration_s", value=1.5),
                  Parameter("connect_timeout_s", value=30.0), Parameter("state_timeout_s", value=2.0),
                  Parameter("hold_timeout_s", value=0.3), Parameter("damp_timeout_s", value=1.5)]
+    overrides += [Parameter(name, value=value) for name, value in extra.items()]
     driver = Go2DriverNode(context=context, parameter_overrides=overrides)
     peer = rclpy.create_node("peer", context=context)
     executor = make_executor(context=context)
@@ -178,6 +181,34 @@ def test_driver_node_topics_services_and_estop(graph):
     assert _wait(lambda: sim.stats()["cmds"][-1][0, 3] > 0.0)
     driver.close()
     assert _wait(lambda: sim.stats()["cmds"][-1][0, 3] == 0.0)
+
+
+@pytest.mark.parametrize("graph", [{"velocity_estimator": "imu_leg_fusion"}], indirect=True)
+def test_driver_node_fuses_every_lowstate_accelerometer_into_its_odometry(graph):
+    """``velocity_estimator=imu_leg_fusion``: the SDK thread adds each LowState's accelerometer; standing, the
+    filter takes the stance feet (none is a slip) and reads the base at rest, as the leg odometry does."""
+    sim, driver, peer = graph
+    received = []
+    peer.create_subscription(Odometry, topics.ODOM, received.append, qos.SENSOR)
+    assert isinstance(driver.odometry, ImuLegFusion)
+    assert _call(peer, "stand_up").success
+    heights = []
+
+    def settled():
+        heights.append(sim.stats()["base_height_m"])
+        return len(heights) > 20 and heights[-1] > 0.15 and abs(heights[-1] - heights[-21]) < 0.003
+
+    assert _wait(settled), f"the simulated Go2 did not stand still: heights {heights[-5:]}"
+    accepted = driver.odometry.accepted_feet
+    n = len(received)
+    assert _wait(lambda: len(received) >= n + 25 and driver.odometry.accepted_feet > accepted + 50)
+    _, _, lin_vel, _ = msgs.odom_to_arrays(received[-1])
+    assert np.linalg.norm(lin_vel) < 0.2
+    assert driver.odometry.rejected_feet < 0.05 * driver.odometry.accepted_feet
+    # Every LowState's accelerometer reached the filter (the SDK thread, far more often than odom is published),
+    # and the bias it learned from the exact simulated one is small.
+    assert driver._imu.samples > 2 * len(received)
+    assert np.all(np.isfinite(driver.odometry.x)) and np.linalg.norm(driver.odometry.x[3:]) < 0.5
 
 
 def test_driver_node_plays_a_stamped_plan_until_the_watchdog_holds(graph):

@@ -6,18 +6,20 @@ Graph role (topics relative, see ``simdist_ros.topics``):
          watchdog on command age, not a DDS deadline, is what protects the robot; a stamped command that
          carries its plan has its rows played, ``play_plan``, see ``go2_control``),
          ``estop`` (Bool: True latches damping)
-    out  ``joint_states``, ``imu``, ``foot_contacts``, ``odom`` (qos.SENSOR; leg-kinematic odometry, twist in the
-         base frame, see ``simdist_core.sim.go2_leg_odometry``), ``executed_command`` (the action the
-         motors actually got, after the safety clamps; published before the sensors it precedes and, while
-         commands are fresh, stamped with the observation the command in force answered, as the simulated robot
-         does, so the planner measures the delay), ``/diagnostics``; for RViz (``simdist_ros.robot_tf``):
-         ``robot_description``, ``/tf`` (``odom`` -> ``base_link`` / ``base_yaw`` from the odometry, leg joints
-         from the measured positions), ``/tf_static`` (``imu``)
+    out  ``joint_states``, ``imu``, ``foot_contacts``, ``odom`` (qos.SENSOR; twist in the base frame from the
+         ``velocity_estimator``: leg-kinematic odometry, ``simdist_core.sim.go2_leg_odometry``, or the same feet
+         fused with every LowState's accelerometer, ``simdist_core.sim.go2_imu_leg_fusion``),
+         ``executed_command`` (the action the motors actually got, after the safety clamps; published before the
+         sensors it precedes and, while commands are fresh, stamped with the observation the command in force
+         answered, as the simulated robot does, so the planner measures the delay), ``/diagnostics``; for RViz
+         (``simdist_ros.robot_tf``): ``robot_description``, ``/tf`` (``odom`` -> ``base_link`` / ``base_yaw``
+         from the odometry, leg joints from the measured positions), ``/tf_static`` (``imu``)
     srv  ``estop``, ``reset_estop``, ``stand_up``, ``lie_down`` (std_srvs/Trigger)
 
 The 500 Hz control loop (``go2_control.ControlLoop``) runs in its own thread and never waits on ROS:
 callbacks only hand new targets / requests to ``Go2Controller``. Low-level mode runs no Unitree state
-estimator, so ``odom`` comes from ``simdist_core.sim.go2_leg_odometry.LegOdometry`` (stance-leg kinematics + IMU).
+estimator, so ``odom`` comes from the driver's own: ``LegOdometry`` (stance-leg kinematics + IMU orientation) or
+``ImuLegFusion`` (those feet and the accelerometer in a Kalman filter; the SDK thread adds each LowState's reading).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from rclpy.node import Node
 from sensor_msgs.msg import Imu, JointState
 from simdist_core.robots import GO2
 from simdist_core.sim import go2_constants as gc
+from simdist_core.sim.go2_imu_leg_fusion import FusionConfig, ImuLegFusion, SpecificForceMean
 from simdist_core.sim.go2_leg_odometry import EstimatorConfig, LegOdometry
 from simdist_core.sim.go2_lowlevel import Go2LowLevel, LowLevelConfig
 from simdist_ros.driver_inputs import DriverInputs
@@ -71,6 +74,7 @@ class Go2DriverParams:
     estop_buttons: tuple[str, ...]
     frame_id: str
     contact_threshold: float
+    velocity_estimator: str
     publish_tf: bool
     play_plan: bool
 
@@ -79,6 +83,12 @@ class Go2DriverParams:
             raise ValueError(f"damp_timeout_s must be > hold_timeout_s, got {self.damp_timeout_s=}, "
                              f"{self.hold_timeout_s=}")
         check_estop_buttons(self.estop_buttons)
+        if self.velocity_estimator not in VELOCITY_ESTIMATORS:
+            raise ValueError(f"velocity_estimator must be one of {VELOCITY_ESTIMATORS}, "
+                             f"got {self.velocity_estimator!r}")
+
+
+VELOCITY_ESTIMATORS = ("leg_odometry", "imu_leg_fusion")
 
 
 _LL = LowLevelConfig()
@@ -107,6 +117,8 @@ ROWS = (
     P("frame_id", "base_link", "Base frame (imu, odom child frame)", read_only=True),
     P("contact_threshold", 20.0, "Foot force reading above which a foot is in stance (odometry)", lo=0.0, hi=1000.0,
       read_only=True),
+    P("velocity_estimator", "leg_odometry", "odom twist from leg_odometry or imu_leg_fusion (IMU + legs)",
+      read_only=True),
     P("publish_tf", True, "Publish robot_description, /tf and /tf_static for RViz", read_only=True),
     P("play_plan", True, "Play the rows of a stamped plan-carrying command (else its action alone)", read_only=True),
 )
@@ -129,7 +141,11 @@ class Go2DriverNode(Node):
                                 state_timeout_s=p.state_timeout_s, stand_duration_s=p.stand_duration_s,
                                 estop_buttons=p.estop_buttons, play_plan=p.play_plan,
                                 max_plan_age_s=p.hold_timeout_s)
-        self.bridge = Go2SdkBridge(BridgeConfig(domain_id=p.domain_id, interface=p.network_interface or None))
+        self._imu = SpecificForceMean()  # every LowState's accelerometer, for ImuLegFusion
+        on_state = (lambda state: self._imu.add(state.quat_wxyz, state.accel_m_s2)) \
+            if p.velocity_estimator == "imu_leg_fusion" else None
+        self.bridge = Go2SdkBridge(BridgeConfig(domain_id=p.domain_id, interface=p.network_interface or None),
+                                   on_state=on_state)
         self.bridge.start()
         self.get_logger().info(f"waiting up to {p.connect_timeout_s} s for LowState (domain {p.domain_id}, "
                                f"interface {p.network_interface or 'auto'})")
@@ -141,7 +157,10 @@ class Go2DriverNode(Node):
         lowlevel = Go2LowLevel(LowLevelConfig(kp_nm_per_rad=p.kp, kd_nms_per_rad=p.kd))
         self.controller = Go2Controller(control, self.bridge, safety, lowlevel)
         self.loop = ControlLoop(self.controller)
-        self.odometry = LegOdometry(EstimatorConfig(contact_threshold=p.contact_threshold))
+        threshold = p.contact_threshold
+        self.odometry: LegOdometry | ImuLegFusion = (
+            LegOdometry(EstimatorConfig(contact_threshold=threshold)) if p.velocity_estimator == "leg_odometry"
+            else ImuLegFusion(FusionConfig(contact_threshold=threshold)))
         self._odom_last_s: float | None = None
 
         inputs = MutuallyExclusiveCallbackGroup()
@@ -206,12 +225,22 @@ class Go2DriverNode(Node):
         self._feet_pub.publish(msgs.make_float64_array(state.foot_force))
         dt = 0.0 if self._odom_last_s is None else state.receive_time_s - self._odom_last_s
         self._odom_last_s = state.receive_time_s
-        vel = self.odometry.update(state.q_rad, state.dq_rad_s, state.gyro_rad_s, state.quat_wxyz, state.foot_force,
-                                   max(dt, 0.0))
+        args = (state.q_rad, state.dq_rad_s, state.gyro_rad_s, state.quat_wxyz, state.foot_force, max(dt, 0.0))
+        if isinstance(self.odometry, ImuLegFusion):
+            vel = self.odometry.update(*args, self._imu.take())
+        else:
+            vel = self.odometry.update(*args)
         self._odom_pub.publish(msgs.make_odom(self.odometry.pos_m, state.quat_wxyz, vel, state.gyro_rad_s, t_ns,
                                               "odom", self.params.frame_id))
         if self._robot_tf is not None:
             self._robot_tf.publish(t_ns, state.q_rad, (self.odometry.pos_m, state.quat_wxyz))
+
+    def _estimator_counts(self) -> dict[str, int]:
+        """The fusion's stance-foot measurements, taken and rejected as slips (none for the leg odometry)."""
+        if not isinstance(self.odometry, ImuLegFusion):
+            return {}
+        return {"slip_rejected_feet": self.odometry.rejected_feet, "slip_accepted_feet": self.odometry.accepted_feet,
+                "imu_samples": self._imu.samples}
 
     def _diagnostics(self) -> None:
         c = self.controller
@@ -225,6 +254,8 @@ class Go2DriverNode(Node):
                   "incompatible_command_publishers": self.inputs.incompatible_publishers,
                   "fail_safe_commands": c.fail_safe_commands, "fail_safe_write_errors": c.fail_safe_write_errors,
                   **{f"plan_{k}": v for k, v in c.plan_counts.items()},
+                  "velocity_estimator": self.params.velocity_estimator,
+                  **self._estimator_counts(),
                   **{f"sdk_{k}": v for k, v in self.bridge.stats.items()},
                   **{f"clamped_{k}": v for k, v in c.clamp_counts.items()}}
         status = msgs.make_status("go2_driver", level, reason or mode, values, hardware_id="go2")

@@ -68,6 +68,8 @@ class SpecificForceMean:
         self._lock = threading.Lock()
         self._sum = np.zeros(3)
         self._count = 0
+        self.samples = 0
+        """Samples added since construction (corrupt ones not counted)."""
 
     def add(self, quat_wxyz: np.ndarray, accel_m_s2: np.ndarray) -> None:
         """One IMU sample: orientation (base -> odometry frame) and accelerometer reading (base frame)."""
@@ -77,6 +79,7 @@ class SpecificForceMean:
         with self._lock:
             self._sum += world
             self._count += 1
+            self.samples += 1
 
     def take(self) -> np.ndarray | None:
         """The mean since the last call (None: no sample), and start over."""
