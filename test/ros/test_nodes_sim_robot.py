@@ -119,8 +119,9 @@ def test_sim_robot_resets_on_fall_and_applies_overrides():
     if not _task_available("go2/flat"):
         pytest.skip("task go2/flat not registered yet")
     ns = unique_namespace("fall")
-    params = {"task": "go2/flat", "overrides": ["fall_height_m=0.25"], "real_time_factor": 1.0, "seed": 41,
-              "episode_seeds": True}
+    # The driver's velocity estimator as the base velocity (the simulated robot then publishes it in ``odom``).
+    params = {"task": "go2/flat", "overrides": ["fall_height_m=0.25", "base_velocity_source=imu_leg_fusion"],
+              "real_time_factor": 1.0, "seed": 41, "episode_seeds": True}
     node = NodeProcess("sim_robot_node", params, "sim_robot", ns)
     obs = Observer(ns)
     try:
@@ -163,6 +164,7 @@ def test_sim_robot_resets_on_fall_and_applies_overrides():
         first = json.loads(results[0].data)
         assert (first["episode"], first["seed"], first["cause"], first["start_s"]) == (0, 41, "fell", 0.0), first
         assert first["metrics"]["fell"] == 1.0 and first["metrics"]["duration_s"] > 0, first
+        assert first["metrics"]["base_vel_rmse_m_s"] >= 0.0, "the estimator override did not reach the env"
         # The episode the observed fall ended: it ends one period before the reset state its announcement names.
         assert obs.spin_until(lambda: len(results) >= 2, 30.0, on_spin=send)
         reports = [json.loads(m.data) for m in results]

@@ -278,9 +278,15 @@ class Go2Env:
 
     # ------------------------------------------------------------------------------------ observation
     def sensors(self) -> dict[str, np.ndarray]:
-        """Raw sensor readings (keys ``go2_obs.SENSOR_KEYS``), MuJoCo order, noise-free."""
+        """Raw sensor readings (keys ``go2_obs.SENSOR_KEYS``), MuJoCo order, noise-free.
+
+        ``base_lin_vel`` is what the robot would report: the simulator's velocity, or the driver's estimate when
+        ``base_velocity_source`` asks for one (so the simulated robot node publishes it in ``odom`` and a graph
+        sees what the in-process observation sees). ``base_pos`` stays the simulator's (TF, RViz).
+        """
         sc, d = self.scene, self.data
         rot = quat_to_rotmat(d.qpos[3:7])
+        base_lin_vel = rot.T @ d.qvel[0:3] if self._odometry is None else self._odometry.lin_vel_m_s.copy()
         return {
             "joint_pos": d.qpos[sc.qpos_adr].copy(),
             "joint_vel": d.qvel[sc.dof_adr].copy(),
@@ -288,7 +294,7 @@ class Go2Env:
             "imu_quat": d.qpos[3:7].copy(),
             "imu_gyro": d.sensordata[sc.gyro_adr].copy(),
             "imu_acc": d.sensordata[sc.acc_adr].copy(),
-            "base_lin_vel": rot.T @ d.qvel[0:3],
+            "base_lin_vel": base_lin_vel,
             "base_pos": d.qpos[0:3].copy(),
             "foot_contact_forces": np.array([d.sensordata[a][0] for a in sc.touch_adr]),
             "height_map": self._height_map(),
