@@ -56,6 +56,17 @@ def test_without_imu_samples_the_velocity_holds_and_its_uncertainty_grows():
     np.testing.assert_array_equal(fusion.lin_vel_m_s, 0.0)
 
 
+def test_an_accelerometer_in_the_wrong_units_is_set_aside_and_the_legs_carry_the_estimate():
+    """An IMU reading in g instead of m/s^2 (|f| ~ 1 at rest) would integrate 8.8 m/s^2 of phantom acceleration:
+    the filter stops using it within a few periods, counts it, and the legs keep the estimate at rest."""
+    fusion = ImuLegFusion()
+    q = gc.DEFAULT_POSE_RAD.copy()
+    for _ in range(100):
+        vel = fusion.update(q, np.zeros(12), np.zeros(3), IDENTITY, ALL_STANCE, 0.02, AT_REST / 9.81)
+    np.testing.assert_allclose(vel, 0.0, atol=0.05)
+    assert fusion.implausible_imu_periods > 80  # all but the ~11 periods the running magnitude takes to leave g
+
+
 def test_specific_force_mean_rotates_averages_drops_nan_and_starts_over():
     mean = SpecificForceMean()
     assert mean.take() is None

@@ -229,7 +229,11 @@ class Go2DriverNode(Node):
         self._odom_last_s = state.receive_time_s
         args = (state.q_rad, state.dq_rad_s, state.gyro_rad_s, state.quat_wxyz, state.foot_force, max(dt, 0.0))
         if isinstance(self.odometry, ImuLegFusion):
+            implausible = self.odometry.implausible_imu_periods
             vel = self.odometry.update(*args, self._imu.take())
+            if self.odometry.implausible_imu_periods > implausible:
+                self.get_logger().warning("IMU acceleration is not a gravity's (wrong units, dead or saturated "
+                                          "sensor?): odom velocity from the legs alone", throttle_duration_sec=5.0)
         else:
             vel = self.odometry.update(*args)
         self._odom_pub.publish(msgs.make_odom(self.odometry.pos_m, state.quat_wxyz, vel, state.gyro_rad_s, t_ns,
@@ -242,7 +246,7 @@ class Go2DriverNode(Node):
         if not isinstance(self.odometry, ImuLegFusion):
             return {}
         return {"slip_rejected_feet": self.odometry.rejected_feet, "slip_accepted_feet": self.odometry.accepted_feet,
-                "imu_samples": self._imu.samples}
+                "imu_samples": self._imu.samples, "implausible_imu_periods": self.odometry.implausible_imu_periods}
 
     def _diagnostics(self) -> None:
         c = self.controller

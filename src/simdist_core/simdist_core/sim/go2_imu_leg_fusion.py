@@ -49,6 +49,10 @@ class FusionConfig:
     """Noise of one stance foot's kinematic velocity (joint velocity noise, foot rolling)."""
     slip_gate_chi2: float = 11.34
     """Reject a foot whose innovation's squared Mahalanobis distance exceeds this (chi-squared, 3 dof, 99 %)."""
+    plausible_gravity_range_m_s2: tuple[float, float] = (6.0, 14.0)
+    """The accelerometer's specific force, averaged over ~0.4 s, must lie in this range (a walking robot's is near
+    g); outside it (wrong units, a dead or saturated sensor) the IMU is not used and ``implausible_imu_periods``
+    counts it, so the estimate follows the legs alone instead of integrating a wrong reading."""
 
     def __post_init__(self) -> None:
         for name in ("accel_std_m_s2", "accel_std_without_imu_m_s2", "bias_walk_m_s2", "initial_bias_std_m_s2",
@@ -99,6 +103,9 @@ class ImuLegFusion:
         self.rejected_feet = 0
         """Stance-foot measurements rejected by the slip gate, since construction."""
         self.accepted_feet = 0
+        self.implausible_imu_periods = 0
+        """Control periods whose IMU mean was set aside as implausible, since construction."""
+        self._force_norm_m_s2 = float(np.linalg.norm(GRAVITY_M_S2))  # running mean of |specific force|
         self.reset()
 
     def reset(self) -> None:
@@ -119,7 +126,7 @@ class ImuLegFusion:
         Args as ``LegOdometry.update``, plus ``specific_force_world_m_s2`` (3,): ``SpecificForceMean.take()``.
         """
         rot = quat_to_rotmat(np.asarray(quat_wxyz, dtype=np.float64))
-        self._predict(rot, dt_s, specific_force_world_m_s2)
+        self._predict(rot, dt_s, self._plausible(specific_force_world_m_s2))
         pos, vel = self.kin.feet(q_rad, dq_rad_s)
         self.stance = np.asarray(foot_force) > self.config.contact_threshold
         for sample in stance_velocities(pos, vel, gyro_rad_s)[self.stance]:
@@ -127,6 +134,17 @@ class ImuLegFusion:
         self.lin_vel_m_s = rot.T @ self.x[:3]
         integrate_pose(self.pos_m, rot, self.lin_vel_m_s, pos, self.stance, dt_s)
         return self.lin_vel_m_s
+
+    def _plausible(self, force: np.ndarray | None) -> np.ndarray | None:
+        """The period's specific force, or None while its running magnitude is not a gravity's."""
+        if force is None:
+            return None
+        self._force_norm_m_s2 += 0.05 * (float(np.linalg.norm(force)) - self._force_norm_m_s2)
+        low, high = self.config.plausible_gravity_range_m_s2
+        if low <= self._force_norm_m_s2 <= high:
+            return force
+        self.implausible_imu_periods += 1
+        return None
 
     def _predict(self, rot: np.ndarray, dt_s: float, force: np.ndarray | None) -> None:
         c = self.config
