@@ -61,6 +61,9 @@ class EvalConfig:
     command_ramp_s: float = 0.0
     """Ramp the velocity command the planner sees from rest to the task's over this long (Go2 only; 0: at once),
     as the encoder node's ``command_ramp_s`` does in the live graph (``simdist_core.planning.command_ramp``)."""
+    heading_hold: bool = False
+    """Give the command the planner sees a yaw rate that holds the episode's starting heading (Go2 only;
+    ``simdist_core.planning.heading_hold``), applied after the command ramp."""
     late_link: str = ""
     """A named late command link (``simdist_core.eval.late_link.LINK_TIMINGS``) instead of ``action_delay``: each
     command's delay changes from step to step and some steps get no fresh command, as in a starved live graph
@@ -89,6 +92,8 @@ class EvalConfig:
             raise ValueError("late_link brings its own delay: action_delay and robot_latency_steps must be 0")
         if (self.play_plan or self.incremental_commands) and not self.late_link:
             raise ValueError("play_plan and incremental_commands need a late_link")
+        if self.heading_hold and not self.task.startswith("go2/"):
+            raise ValueError("heading_hold needs a velocity command (a go2/ task)")
         if self.play_plan and self.incremental_commands:
             raise ValueError("incremental_commands applies each command once: it cannot play a plan")
 
@@ -170,7 +175,7 @@ def evaluate(
         episodes.append(run_episode(env, planner, seed=cfg.seed + i, max_steps=max_steps,
                                     action_delay=cfg.action_delay, compensate_delay=cfg.compensate_delay,
                                     command_ramp_s=cfg.command_ramp_s, robot_latency_steps=cfg.robot_latency_steps,
-                                    link=link, **hooks))
+                                    link=link, heading_hold=cfg.heading_hold, **hooks))
         if link is not None:
             link_counts.update({**link.counts, **{f"delay_{d}_steps": n for d, n in enumerate(link.delay_counts)}})
         log.info("episode %d/%d: %s", i + 1, cfg.episodes, episodes[-1].metrics)
@@ -184,7 +189,7 @@ def evaluate(
         "planner": to_dict(planner.cfg), "preset": cfg.preset, "env_overrides": dict(env_overrides or {}),
         "action_delay": cfg.action_delay,
         "compensate_delay": cfg.compensate_delay, "robot_latency_steps": cfg.robot_latency_steps,
-        "command_ramp_s": cfg.command_ramp_s,
+        "command_ramp_s": cfg.command_ramp_s, "heading_hold": cfg.heading_hold,
         "late_link": cfg.late_link, "play_plan": cfg.play_plan,
         "incremental_commands": cfg.incremental_commands, "link_counts": dict(link_counts),
         "plan_ms_p50": summary["plan_ms_p50"], "plan_ms_p99": summary["plan_ms_p99"],
@@ -254,6 +259,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--command-ramp-s", type=float, default=0.0, metavar="SECONDS",
                         help="ramp the velocity command the planner sees from rest to the task's over this long "
                              "(Go2; what the encoder node's command_ramp_s does in the live graph)")
+    parser.add_argument("--heading-hold", action="store_true",
+                        help="Go2: give the command the planner sees a yaw rate that holds the episode's starting "
+                             "heading (IMU yaw, gain 1/s, at most 0.5 rad/s), as the expert holds its heading")
     parser.add_argument("--late-link", default="", choices=["", *sorted(LINK_TIMINGS)],
                         help="emulate a starved live graph's command link: each command's delay changes from step "
                              "to step and some steps get no fresh command (the robot repeats the newest it has); "
@@ -323,7 +331,8 @@ def validate(args: argparse.Namespace) -> tuple[EvalConfig, dict[str, str], dict
                          preset=args.preset, action_delay=args.action_delay,
                          compensate_delay=args.compensate_delay, command_ramp_s=args.command_ramp_s,
                          robot_latency_steps=args.robot_latency_steps, late_link=args.late_link,
-                         play_plan=args.play_plan, incremental_commands=args.incremental_commands)
+                         play_plan=args.play_plan, incremental_commands=args.incremental_commands,
+                         heading_hold=args.heading_hold)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     check_task_and_planner(args.task, env_overrides, args.preset, planner_overrides)

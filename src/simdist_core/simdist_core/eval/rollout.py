@@ -21,6 +21,7 @@ import torch
 from simdist_core.data.history import ObservationHistory
 from simdist_core.eval.late_link import LateLink
 from simdist_core.planning.command_ramp import ramp_for
+from simdist_core.planning.heading_hold import HeadingHold, yaw_from_quat
 from simdist_core.planning.in_flight import InFlightCommands, plan_to_send
 from simdist_core.planning.mppi import MPPIPlanner
 from simdist_core.sim.base import DelayLine, RobotEnv, StepResult
@@ -80,6 +81,7 @@ def run_episode(
     command_ramp_s: float = 0.0,
     robot_latency_steps: int = 0,
     link: LateLink | None = None,
+    heading_hold: bool = False,
 ) -> EpisodeStats:
     """Run one planner-controlled episode.
 
@@ -109,6 +111,8 @@ def run_episode(
             ``action_delay``: each command's delay changes from step to step and some steps get no fresh command.
             With ``compensate_delay`` the planner plans around the median delay of the last steps, as the planner
             node does (``simdist_core.planning.in_flight``). Reset here at the episode's start.
+        heading_hold: (Go2) the command the planner sees gets a yaw rate that holds the episode's starting heading,
+            from the IMU's orientation (``simdist_core.planning.heading_hold``); applied after the ramp.
         command_ramp_s: ramp the velocity command the planner sees from rest to the task's over this long
             (``simdist_core.planning.command_ramp``; 0: the task's command at once). The observations the
             planner, ``on_reset`` and ``on_step`` get carry the ramped command, as the live graph's encoder
@@ -131,11 +135,17 @@ def run_episode(
     # own latency queue starts with the default pose (zeros), as ``waiting`` below does.
     lookahead = action_delay + robot_latency_steps if compensate_delay else 0
     sent: deque[np.ndarray] = deque(maxlen=max(lookahead, 1))
+    if heading_hold and env.spec.name != "go2":
+        raise ValueError(f"run_episode: heading_hold needs a velocity command (Go2), not {env.spec.name}")
     history = ObservationHistory(env.spec)
     obs = env.reset(seed=seed)
     ramp = ramp_for(env.spec, command_ramp_s)
     if ramp is not None:
         obs = _with_command(obs, ramp.reset(obs["command"]))
+    hold = HeadingHold(env.spec.control_dt) if heading_hold else None
+    if hold is not None:
+        hold.reset(yaw_from_quat(env.sensors()["imu_quat"]))
+        obs = _with_command(obs, hold.command(obs["command"], yaw_from_quat(env.sensors()["imu_quat"])))
     if on_reset is not None:
         on_reset(obs)
     history.reset(obs)
@@ -175,6 +185,9 @@ def run_episode(
         result = env.step(action)
         if ramp is not None:
             result = dataclasses.replace(result, obs=_with_command(result.obs, ramp.step(result.obs["command"])))
+        if hold is not None:
+            command = hold.command(result.obs["command"], yaw_from_quat(env.sensors()["imu_quat"]))
+            result = dataclasses.replace(result, obs=_with_command(result.obs, command))
         if on_step is not None:
             on_step(obs, action, result)
         history.record_action(action if link is None else link.executed)  # what the robot reports

@@ -130,6 +130,7 @@ class Go2Env:
         self._start_xy = self.data.qpos[0:2].copy()
         yaw0 = _yaw(self.data.qpos[3:7])
         self._progress_dir = yaw0 + math.atan2(self.command[1], self.command[0])
+        self._start_yaw, self._max_heading_change = yaw0, 0.0
         # Drawn after the rest of the episode and only when the range is open, so seeds keep their episodes.
         lo, hi = (int(v) for v in dr.action_delay_steps_range) if dr.enabled else (0, 0)
         self._delay = DelayLine(draw_steps(rng, lo, hi), GO2.action_dim)  # =U{lo..hi}
@@ -198,6 +199,8 @@ class Go2Env:
             self._update_odometry()
             truth = quat_to_rotmat(self.data.qpos[3:7]).T @ self.data.qvel[0:3]
             self._vel_sq_error_sum += float(np.sum((self._odometry.lin_vel_m_s - truth) ** 2))
+        turn = (_yaw(self.data.qpos[3:7]) - self._start_yaw + math.pi) % (2 * math.pi) - math.pi
+        self._max_heading_change = max(self._max_heading_change, abs(turn))
         planted = contact_before & self._contacts()
         moved = np.linalg.norm(self.data.geom_xpos[self.scene.foot_geom_ids, :2] - feet_before, axis=1)  # (4,)
         self._foot_slip_m += float(np.sum(moved[planted]))
@@ -425,7 +428,8 @@ class Go2Env:
         after termination); ``duration_s``; ``foot_slip_m``: summed horizontal travel of feet that stayed in
         contact over a control step (a slip measure); ``commanded_m``: the distance the velocity command asked for
         over the steps taken (its planar speed times the time), so ``forward_progress_m`` can be read as command
-        tracking, where walking faster than commanded also raises the progress.
+        tracking, where walking faster than commanded also raises the progress; ``max_heading_change_rad``: the
+        largest heading change from the episode's start (a commanded yaw rate turns it on purpose).
         """
         delta = self.data.qpos[0:2] - self._start_xy
         progress = delta[0] * math.cos(self._progress_dir) + delta[1] * math.sin(self._progress_dir)
@@ -436,6 +440,7 @@ class Go2Env:
             "duration_s": self.time_s,
             "foot_slip_m": self._foot_slip_m,
             "commanded_m": self._commanded_m,
+            "max_heading_change_rad": self._max_heading_change,
         }
         if self._odometry is not None and self._steps:
             metrics["base_vel_rmse_m_s"] = math.sqrt(self._vel_sq_error_sum / self._steps)
