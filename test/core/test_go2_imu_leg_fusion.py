@@ -102,3 +102,19 @@ def test_the_env_emulates_the_fusion_without_changing_the_episode_and_it_beats_l
     assert 0.0 < fused["base_vel_rmse_m_s"] < 0.75 * legs["base_vel_rmse_m_s"]
     with pytest.raises(ValueError, match="imu_acc_bias_m_s2"):
         make_env("go2/flat", {"imu_acc_bias_m_s2": "-1"})
+
+
+@pytest.mark.parametrize("source", ["true", "leg_odometry", "imu_leg_fusion"])
+def test_the_env_deep_copies_with_any_velocity_source(source):
+    """Data generation deep-copies envs to branch expert rollouts: the estimators (and the IMU's lock) must copy,
+    and the copy must go on from the same state on its own."""
+    import copy
+
+    env = make_env("go2/flat", {"base_velocity_source": source})
+    env.reset(seed=1)
+    env.step(np.zeros(12))
+    twin = copy.deepcopy(env)
+    a, b = env.step(np.full(12, 0.1)), twin.step(np.full(12, 0.1))
+    np.testing.assert_array_equal(a.obs["proprio"], b.obs["proprio"])
+    twin._imu.add(IDENTITY, AT_REST)  # its own lock and sums
+    assert twin._imu.take() is not None and env._imu.take() is None

@@ -75,6 +75,16 @@ class SpecificForceMean:
         self.samples = 0
         """Samples added since construction (corrupt ones not counted)."""
 
+    def __getstate__(self) -> dict:
+        """Copyable (data generation deep-copies envs to branch rollouts): everything but the lock."""
+        state = self.__dict__.copy()
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     def add(self, quat_wxyz: np.ndarray, accel_m_s2: np.ndarray) -> None:
         """One IMU sample: orientation (base -> odometry frame) and accelerometer reading (base frame)."""
         world = quat_to_rotmat(np.asarray(quat_wxyz, dtype=np.float64)) @ np.asarray(accel_m_s2, dtype=np.float64)
