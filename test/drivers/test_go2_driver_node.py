@@ -209,9 +209,12 @@ def test_driver_node_estimates_the_standing_base_at_rest_with_either_estimator(g
     assert np.linalg.norm(lin_vel) < 0.2
     if not fused:
         return
-    accepted = driver.odometry.accepted_feet
-    assert _wait(lambda: driver.odometry.accepted_feet > accepted + 50)
-    assert driver.odometry.rejected_feet < 0.05 * driver.odometry.accepted_feet
+    # Standing still, a stance foot is no slip. (Counted from here: while the robot stands up, under a loaded
+    # full-suite run, 74 of 1,126 measurements since start-up were gated out.)
+    accepted, rejected = driver.odometry.accepted_feet, driver.odometry.rejected_feet
+    assert _wait(lambda: driver.odometry.accepted_feet > accepted + 200)
+    new_rejected = driver.odometry.rejected_feet - rejected
+    assert new_rejected < 0.05 * (driver.odometry.accepted_feet - accepted), (new_rejected, accepted)
     # Every LowState's accelerometer reached the filter (the SDK thread, far more often than odom is published),
     # and the bias it learned from the exact simulated one is small.
     assert driver._imu.samples > 2 * len(received) and driver.odometry.implausible_imu_periods == 0
