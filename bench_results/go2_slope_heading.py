@@ -20,19 +20,11 @@ from simdist_core.checkpoint import load_checkpoint
 from simdist_core.eval.closed_loop import make_planner
 from simdist_core.eval.rollout import run_episode
 from simdist_core.sim.base import make_env
+from simdist_core.sim.go2_obs import wrap_rad, yaw_from_quat
 
 CONDITIONS = {"flat": ("go2/flat", {}), "uphill_5deg": ("go2/slope", {"terrain.slope_deg": "5"}),
               "uphill_10deg": ("go2/slope", {}), "ptfe_slope": ("go2/ptfe_slope", {})}
 SEED, EPISODES, STEPS = 65500, 30, 500
-
-
-def _yaw(quat_wxyz: np.ndarray) -> float:
-    w, x, y, z = quat_wxyz
-    return math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
-
-
-def _wrap(angle: float) -> float:
-    return (angle + math.pi) % (2.0 * math.pi) - math.pi
 
 
 def condition(model: torch.nn.Module, manifest: object, task: str, overrides: dict[str, str]) -> dict:
@@ -45,11 +37,11 @@ def condition(model: torch.nn.Module, manifest: object, task: str, overrides: di
         turns: list[float] = []
 
         def on_reset(_obs: dict, start: list[float] = start) -> None:
-            start.append(_yaw(env.data.qpos[3:7]))
+            start.append(yaw_from_quat(env.data.qpos[3:7]))
 
         def on_step(_obs: dict, _action: np.ndarray, _result: object, start: list[float] = start,
                     turns: list[float] = turns) -> None:
-            turns.append(abs(_wrap(_yaw(env.data.qpos[3:7]) - start[0])))
+            turns.append(abs(wrap_rad(yaw_from_quat(env.data.qpos[3:7]) - start[0])))
 
         stats = run_episode(env, planner, seed=SEED + i, max_steps=STEPS, on_reset=on_reset, on_step=on_step)
         episodes.append({"max_turn_first_2s_rad": round(max(turns[:100]), 3), "max_turn_rad": round(max(turns), 3),

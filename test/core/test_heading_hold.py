@@ -4,7 +4,8 @@ import math
 
 import numpy as np
 import pytest
-from simdist_core.planning.heading_hold import HeadingHold, wrap_rad, yaw_from_quat
+from simdist_core.planning.heading_hold import HeadingHold
+from simdist_core.sim.go2_obs import wrap_rad, yaw_from_quat
 
 
 def test_asks_for_a_yaw_rate_against_the_heading_error_within_its_limit():

@@ -21,10 +21,11 @@ import torch
 from simdist_core.data.history import ObservationHistory
 from simdist_core.eval.late_link import LateLink
 from simdist_core.planning.command_ramp import ramp_for
-from simdist_core.planning.heading_hold import HeadingHold, yaw_from_quat
+from simdist_core.planning.heading_hold import HeadingHold
 from simdist_core.planning.in_flight import InFlightCommands, plan_to_send
 from simdist_core.planning.mppi import MPPIPlanner
 from simdist_core.sim.base import DelayLine, RobotEnv, StepResult
+from simdist_core.sim.go2_obs import yaw_from_quat
 
 StepCallback = Callable[[dict[str, np.ndarray], np.ndarray, StepResult], None]
 """``on_step(obs_before, action_executed, step_result)``."""

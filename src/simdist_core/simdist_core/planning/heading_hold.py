@@ -13,20 +13,9 @@ Plain Python, no clock of its own: the caller advances it once per control perio
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-
-def yaw_from_quat(quat_wxyz: np.ndarray) -> float:
-    """Heading (rad) of an orientation quaternion (w, x, y, z), about the world z axis."""
-    w, x, y, z = (float(v) for v in quat_wxyz)
-    return math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
-
-
-def wrap_rad(angle: float) -> float:
-    """An angle in [-pi, pi)."""
-    return (angle + math.pi) % (2.0 * math.pi) - math.pi
+from simdist_core.sim.go2_obs import wrap_rad
 
 
 class HeadingHold:

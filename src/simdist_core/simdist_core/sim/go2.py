@@ -26,7 +26,14 @@ from simdist_core.sim.go2_constants import NOMINAL_STANDING_HEIGHT_M
 from simdist_core.sim.go2_imu_leg_fusion import ImuLegFusion, SpecificForceMean
 from simdist_core.sim.go2_leg_odometry import EstimatorConfig, LegOdometry
 from simdist_core.sim.go2_lowlevel import Go2LowLevel
-from simdist_core.sim.go2_obs import gait_phase_rad, height_map_points, proprio_from_sensors, quat_to_rotmat
+from simdist_core.sim.go2_obs import (
+    gait_phase_rad,
+    height_map_points,
+    proprio_from_sensors,
+    quat_to_rotmat,
+    wrap_rad,
+    yaw_from_quat,
+)
 from simdist_core.sim.go2_rewards import VALUE_FEATURE_NAMES, reward_terms, stance_schedule, value_features
 from simdist_core.sim.go2_scene import CONTACT_THRESHOLD_N, Go2Scene
 from simdist_core.sim.terrains import TerrainConfig
@@ -128,7 +135,7 @@ class Go2Env:
         self._priv: dict[str, np.ndarray] | None = None
         self._core: dict[str, np.ndarray] | None = None
         self._start_xy = self.data.qpos[0:2].copy()
-        yaw0 = _yaw(self.data.qpos[3:7])
+        yaw0 = yaw_from_quat(self.data.qpos[3:7])
         self._progress_dir = yaw0 + math.atan2(self.command[1], self.command[0])
         self._start_yaw, self._max_heading_change = yaw0, 0.0
         # Drawn after the rest of the episode and only when the range is open, so seeds keep their episodes.
@@ -199,7 +206,7 @@ class Go2Env:
             self._update_odometry()
             truth = quat_to_rotmat(self.data.qpos[3:7]).T @ self.data.qvel[0:3]
             self._vel_sq_error_sum += float(np.sum((self._odometry.lin_vel_m_s - truth) ** 2))
-        turn = (_yaw(self.data.qpos[3:7]) - self._start_yaw + math.pi) % (2 * math.pi) - math.pi
+        turn = wrap_rad(yaw_from_quat(self.data.qpos[3:7]) - self._start_yaw)
         self._max_heading_change = max(self._max_heading_change, abs(turn))
         planted = contact_before & self._contacts()
         moved = np.linalg.norm(self.data.geom_xpos[self.scene.foot_geom_ids, :2] - feet_before, axis=1)  # (4,)
@@ -305,7 +312,7 @@ class Go2Env:
 
     def _height_map(self) -> np.ndarray:
         d = self.data
-        gx, gy = height_map_points(d.qpos[0:2], _yaw(d.qpos[3:7]))
+        gx, gy = height_map_points(d.qpos[0:2], yaw_from_quat(d.qpos[3:7]))
         return (self.scene.terrain.height(gx, gy) - d.qpos[2]).astype(np.float32)  # (21, 15)
 
     def observation(self) -> dict[str, np.ndarray]:
@@ -373,7 +380,7 @@ class Go2Env:
     def _compute_privileged_state(self) -> dict[str, np.ndarray]:
         d, sc = self.data, self.scene
         core = self._core_state()
-        yaw = _yaw(d.qpos[3:7])
+        yaw = yaw_from_quat(d.qpos[3:7])
         c, s = math.cos(yaw), math.sin(yaw)
         v = d.qvel[0:3]
         probe = np.array([c * v[0] + s * v[1], -s * v[0] + c * v[1], v[2]])
@@ -454,11 +461,6 @@ def _with_kind(terrain: TerrainConfig, kind: str) -> TerrainConfig:
     import dataclasses
 
     return dataclasses.replace(terrain, kind=kind)  # type: ignore[arg-type]
-
-
-def _yaw(quat_wxyz: np.ndarray) -> float:
-    w, x, y, z = quat_wxyz
-    return math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
 
 
 def _quat_mul(a: list[float] | np.ndarray, b: list[float] | np.ndarray) -> np.ndarray:

@@ -66,6 +66,11 @@ def yaw_from_quat(quat_wxyz: np.ndarray) -> float:
     return math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
 
 
+def wrap_rad(angle: float) -> float:
+    """An angle in [-pi, pi)."""
+    return (angle + math.pi) % (2.0 * math.pi) - math.pi
+
+
 def gait_phase_rad(time_s: float, gait_period_s: float) -> float:
     """The gait clock: phase in [0, 2 pi) at ``time_s`` seconds after start."""
     return 2 * math.pi * ((time_s / gait_period_s) % 1.0)
