@@ -145,8 +145,9 @@ def run_episode(
         obs = _with_command(obs, ramp.reset(obs["command"]))
     hold = HeadingHold(env.spec.control_dt) if heading_hold else None
     if hold is not None:
-        hold.reset(yaw_from_quat(env.sensors()["imu_quat"]))
-        obs = _with_command(obs, hold.command(obs["command"], yaw_from_quat(env.sensors()["imu_quat"])))
+        yaw = yaw_from_quat(env.sensors()["imu_quat"])
+        hold.reset(yaw)
+        obs = _with_command(obs, hold.command(obs["command"], yaw))
     if on_reset is not None:
         on_reset(obs)
     history.reset(obs)
