@@ -204,8 +204,8 @@ class Go2Env:
         self._priv = self._core = None
         if self._odometry is not None:
             self._update_odometry()
-            truth = quat_to_rotmat(self.data.qpos[3:7]).T @ self.data.qvel[0:3]
-            self._vel_sq_error_sum += float(np.sum((self._odometry.lin_vel_m_s - truth) ** 2))
+            error = self._odometry.lin_vel_m_s - self._true_base_lin_vel()
+            self._vel_sq_error_sum += float(np.sum(error**2))
         turn = wrap_rad(yaw_from_quat(self.data.qpos[3:7]) - self._start_yaw)
         self._max_heading_change = max(self._max_heading_change, abs(turn))
         planted = contact_before & self._contacts()
@@ -295,8 +295,6 @@ class Go2Env:
         sees what the in-process observation sees). ``base_pos`` stays the simulator's (TF, RViz).
         """
         sc, d = self.scene, self.data
-        rot = quat_to_rotmat(d.qpos[3:7])
-        base_lin_vel = rot.T @ d.qvel[0:3] if self._odometry is None else self._odometry.lin_vel_m_s.copy()
         return {
             "joint_pos": d.qpos[sc.qpos_adr].copy(),
             "joint_vel": d.qvel[sc.dof_adr].copy(),
@@ -304,11 +302,19 @@ class Go2Env:
             "imu_quat": d.qpos[3:7].copy(),
             "imu_gyro": d.sensordata[sc.gyro_adr].copy(),
             "imu_acc": d.sensordata[sc.acc_adr].copy(),
-            "base_lin_vel": base_lin_vel,
+            "base_lin_vel": self._reported_base_lin_vel(),
             "base_pos": d.qpos[0:3].copy(),
             "foot_contact_forces": np.array([d.sensordata[a][0] for a in sc.touch_adr]),
             "height_map": self._height_map(),
         }
+
+    def _true_base_lin_vel(self) -> np.ndarray:
+        """The simulator's base linear velocity in the base frame."""
+        return quat_to_rotmat(self.data.qpos[3:7]).T @ self.data.qvel[0:3]
+
+    def _reported_base_lin_vel(self) -> np.ndarray:
+        """The base velocity the robot reports: the simulator's, or the driver's estimate (``base_velocity_source``)."""
+        return self._true_base_lin_vel() if self._odometry is None else self._odometry.lin_vel_m_s.copy()
 
     def _height_map(self) -> np.ndarray:
         d = self.data
@@ -318,12 +324,8 @@ class Go2Env:
     def observation(self) -> dict[str, np.ndarray]:
         """Observation dict (``robots.GO2`` layout), with observation noise when randomisation is on."""
         d, sc = self.data, self.scene
-        if self._odometry is None:
-            base_lin_vel = quat_to_rotmat(d.qpos[3:7]).T @ d.qvel[0:3]
-        else:
-            base_lin_vel = self._odometry.lin_vel_m_s
         sensors = {  # the subset of ``sensors()`` the observation needs
-            "base_lin_vel": base_lin_vel,
+            "base_lin_vel": self._reported_base_lin_vel(),
             "imu_gyro": d.sensordata[sc.gyro_adr],
             "imu_quat": d.qpos[3:7],
             "joint_pos": d.qpos[sc.qpos_adr],
