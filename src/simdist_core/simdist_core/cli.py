@@ -15,6 +15,7 @@ from simdist_core.cliargs import did_you_mean
 # (words, "module:function", one-line help). Longest match wins ("bench planner" before "bench").
 COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("generate", "simdist_core.data.generate:main", "roll out experts with perturbations into a dataset"),
+    ("dagger", "simdist_core.data.dagger:main", "the planner drives, the privileged expert labels its states"),
     ("pretrain", "simdist_core.training.pretrain:main", "train the full world model on generated data"),
     ("finetune", "simdist_core.training.finetune:main", "finetune named parts (default: dynamics) on data or a bag"),
     ("eval", "simdist_core.eval.closed_loop:main", "closed-loop evaluation of a checkpoint in MuJoCo"),

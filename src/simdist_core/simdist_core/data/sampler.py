@@ -18,13 +18,17 @@ For a start row ``t`` with ``e`` = its episode's last row, a ``WindowBatch`` hol
     actions         (B, H, A) float32  a_{t+k}          (zeros where t+k > e)
     rewards         (B, H)    float32  r_{t+k}          (zeros where t+k > e)
     values          (B, H)    float32  V(s_{t+k+1})     (zeros where invalid)
-    clean_expert    (B, H)    bool     expert action without perturbation at t+k (False where t+k > e)
+    clean_expert    (B, H)    bool     the row's imitation target is a clean expert action (False where t+k > e)
+    bc_actions      (B, H, A) float32  imitation target of the policy prior at t+k: the stored ``expert_action``
+                                       where a store has one (expert-labelled learner rollouts,
+                                       ``simdist_core.data.dagger``), else ``actions``
     valid           (B, H)    bool     t+k+1 <= e: the transition t+k -> t+k+1 is in the episode
     probe           (B, H+1, 3) float32  privileged probe at cur_k
 
 Start rows are drawn uniformly among rows with at least one valid transition (``t < e``).
 Optional fields missing from a store (``reward``, ``value``, ``clean_expert``, ``priv/probe``)
-come back as zeros / False and are listed in ``WindowSampler.missing``.
+come back as zeros / False and are listed in ``WindowSampler.missing``; a store without ``expert_action``
+gives ``bc_actions`` equal to ``actions``.
 """
 
 from __future__ import annotations
@@ -38,6 +42,8 @@ from simdist_core.data.dataset import Dataset
 from simdist_core.robots import RobotSpec
 
 OPTIONAL_FIELDS = ("reward", "value", "clean_expert", "priv/probe")
+EXPERT_ACTION = "expert_action"
+"""Field of a store whose executed actions are not the expert's, holding the expert's label of each state."""
 
 
 class WindowSampler:
@@ -103,6 +109,7 @@ class WindowSampler:
         self._resident: dict[str, torch.Tensor] | None = None
         if resident:
             fields = [*required, *(f for f in OPTIONAL_FIELDS if f not in self.missing)]
+            fields += [EXPERT_ACTION] if EXPERT_ACTION in dataset.fields else []
             self._resident = {f: torch.from_numpy(np.ascontiguousarray(dataset.array(f))).to(self.device)
                               for f in fields}  # fmt: skip
 
@@ -188,9 +195,16 @@ class WindowSampler:
             obs["height_map"] = self._gather("obs/height_map", cur).float()  # (B, H+1, Hm, Wm)
         if spec.image_shape:
             obs["image"] = self._gather("obs/image", cur).permute(0, 1, 4, 2, 3).contiguous()  # (B, H+1, 3, h, w)
+        actions = action_span[:, T : T + H].contiguous()
+        if EXPERT_ACTION in ds.fields:
+            bc_actions = self._gather(EXPERT_ACTION, span_rows[:, T : T + H]).float()
+            bc_actions[host(~in_episode)] = 0.0
+        else:
+            bc_actions = actions
         batch = {
             "obs": obs,
-            "actions": action_span[:, T : T + H].contiguous(),
+            "actions": actions,
+            "bc_actions": bc_actions,
             "rewards": self._optional("reward", span_rows[:, T : T + H], in_episode, torch.float32),
             "values": self._optional("value", span_rows[:, T + 1 : T + H + 1], valid, torch.float32),
             "clean_expert": self._optional("clean_expert", span_rows[:, T : T + H], in_episode, torch.bool),

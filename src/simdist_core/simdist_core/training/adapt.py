@@ -74,6 +74,13 @@ class FinetuneConfig:
     label. For simulation data only: retraining the value head of a pretrained model on relabelled data
     (``simdist value relabel``) without retraining the rest. ``parts`` must then include ``value`` (or be
     ``all``), and the validation gate scores latent consistency plus the weighted value terms."""
+    bc_weight: float = 0.0
+    """Weight of the policy prior's imitation loss on the clean expert's actions a store holds (its
+    ``expert_action`` labels, or the executed actions of clean expert steps); 0 (default) for any finetune on a
+    robot's experience, which has no expert. For simulation data only: retraining the prior of a pretrained model
+    on the states its own planner visits, each labelled with the privileged expert's action
+    (``simdist_core.data.dagger``). ``parts`` must then include ``policy`` (or be ``all``), and the validation
+    gate scores latent consistency plus the weighted imitation term."""
     seed: int = 0
     """Seed of window sampling."""
 
@@ -102,11 +109,15 @@ class FinetuneConfig:
             raise ValueError(f"value_weight must be finite and >= 0, got {self.value_weight=}")
         if self.value_weight and not (self.parts == ("all",) or "value" in self.parts):
             raise ValueError(f"value_weight={self.value_weight} trains the value head: add 'value' to {self.parts=}")
+        if not (math.isfinite(self.bc_weight) and self.bc_weight >= 0.0):
+            raise ValueError(f"bc_weight must be finite and >= 0, got {self.bc_weight=}")
+        if self.bc_weight and not (self.parts == ("all",) or "policy" in self.parts):
+            raise ValueError(f"bc_weight={self.bc_weight} trains the policy prior: add 'policy' to {self.parts=}")
 
     @property
     def loss_weights(self) -> Any:  # noqa: ANN401
         """Weights of training and gate: latent consistency, plus the reward and value terms at their weights."""
-        return finetune_loss_weights(self.reward_weight, self.reward_on_predicted, self.value_weight)
+        return finetune_loss_weights(self.reward_weight, self.reward_on_predicted, self.value_weight, self.bc_weight)
 
     def split_batch(self) -> tuple[int, int]:
         """(windows of the robot's experience, windows of replayed simulation data) in each training batch.
@@ -399,6 +410,9 @@ def finetune_dynamics(
     if cfg.reward_weight and "reward" not in sampler.dataset.fields:
         raise ValueError(f"reward_weight={cfg.reward_weight} needs a reward per transition, but {sampler.dataset.path} "
                          "stores none (record it with the experience)")  # fmt: skip
+    if cfg.bc_weight and "clean_expert" not in sampler.dataset.fields:
+        raise ValueError(f"bc_weight={cfg.bc_weight} needs expert action labels, but {sampler.dataset.path} marks no "
+                         "step as a clean expert's (`simdist generate` or `simdist dagger` data)")  # fmt: skip
     if cfg.value_weight and "value" not in sampler.dataset.fields:
         raise ValueError(f"value_weight={cfg.value_weight} needs a value label per step, but "
                          f"{sampler.dataset.path} stores none (simulation data from `simdist generate` or "

@@ -23,6 +23,7 @@ import torch
 
 from simdist_core.cliargs import (
     ArgumentParser,
+    UsageError,
     check_existing_path,
     check_list,
     check_new_path,
@@ -61,6 +62,8 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     source.add_argument("--data", type=Path, help="dataset folder (step store)")
     source.add_argument("--bag", type=Path, help="rosbag2 folder recorded by the recorder node")
     parser.add_argument("--out", type=Path, required=True, help="new checkpoint directory (must not exist)")
+    parser.add_argument("--replay", type=Path, help="simulation dataset that --set replay_fraction=F of every "
+                        "training batch is drawn from (the pretraining data)")
     parser.add_argument("--parts", default="dynamics", help="'dynamics' (SimDist), 'all', or a comma list of parts")
     parser.add_argument("--steps", type=int, help="optimizer updates (same as --set steps=N)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
@@ -89,6 +92,10 @@ def validate(args: argparse.Namespace) -> FinetuneConfig:
     cfg = apply_cli_overrides(FinetuneConfig(), overrides)
     checkpoint_dir("--checkpoint", args.checkpoint)
     check_new_path("--out", args.out)
+    if cfg.replay_fraction and args.replay is None:
+        raise UsageError(f"--set replay_fraction={cfg.replay_fraction} needs --replay (the pretraining dataset)")
+    if args.replay is not None:
+        check_dataset("--replay", args.replay)
     if args.data is not None:
         check_dataset("--data", args.data)
     else:
@@ -121,12 +128,14 @@ def main(argv: list[str]) -> int:
             data_dir = args.data if args.data is not None else _dataset_from_bag(args.bag, model.spec.name, Path(tmp))
             dataset = Dataset(data_dir)
             log.info("finetuning %s of %s on %r", cfg.parts, args.checkpoint, dataset)
-            new, report = finetune_dynamics(model, dataset, cfg, progress=not args.no_progress)
+            replay = Dataset(args.replay) if args.replay is not None else None
+            new, report = finetune_dynamics(model, dataset, cfg, progress=not args.no_progress, replay=replay)
         except (OSError, ValueError, KeyError, RuntimeError) as exc:  # bad/too little data, unreadable bag
             print(f"simdist finetune: cannot finetune on {args.data or args.bag}: {exc}", file=sys.stderr)
             return 2
         result = {"checkpoint": str(args.checkpoint), "out": str(args.out), "data": str(data_dir),
                   "bag": str(args.bag) if args.bag else None, "dataset_sha256": dataset.checksum(),
+                  "replay": str(args.replay) if args.replay else None,
                   "config": to_dict(cfg), **report.to_json()}  # fmt: skip
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -6,7 +6,8 @@ Terms (masked means over normalised targets; MSE, except Huber for the four rewa
     value        value head on predicted z_{t+k+1} vs normalised V(s_{t+k+1}), mask ``valid``
     reward_encoded, value_encoded
                  the same heads on the stop-grad encoder latents encode(o_{t+k+1}).z instead
-    bc           policy prior pi(z_t)[k] vs a_{t+k}, mask ``clean_expert & valid``
+    bc           policy prior pi(z_t)[k] vs its target ``bc_actions`` (a_{t+k} unless the store holds expert
+                 labels of a learner's states), mask ``clean_expert & valid``
     probe        probe(detached encode(o_{t+k}).z) vs privileged probe target, k = 0..H
 Which parts each term trains: consistency -> encoder, dynamics; reward -> reward, dynamics, encoder;
 value -> value, dynamics, encoder; reward_encoded -> reward; value_encoded -> value; bc -> policy,
@@ -93,7 +94,8 @@ def world_model_loss(
     if w.bc > 0:
         prior = model.pi(latent)[:, :h]  # (B, H, A)
         mask = batch["clean_expert"].bool() & valid.bool()
-        terms["bc"] = _masked_mean((prior - actions).pow(2).mean(-1), mask)
+        target = batch.get("bc_actions", actions)
+        terms["bc"] = _masked_mean((prior - target).pow(2).mean(-1), mask)
     if w.probe > 0:
         zs_seen = torch.cat([latent.z.detach()[:, None], targets], dim=1)  # (B, H+1, D), no grad to encoder
         mask = torch.cat([torch.ones_like(valid[:, :1]), valid], dim=1)  # step 0 is always in the episode

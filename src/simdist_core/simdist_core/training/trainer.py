@@ -165,18 +165,20 @@ class DynamicsFinetuner(WorldModelTrainer):
         )
 
 
-def finetune_loss_weights(reward: float = 0.0, reward_on_predicted: bool = True, value: float = 0.0) -> Any:
+def finetune_loss_weights(reward: float = 0.0, reward_on_predicted: bool = True, value: float = 0.0,
+                          bc: float = 0.0) -> Any:  # noqa: ANN401
     """Loss weights with only the latent-consistency term on (the rest are labels a robot lacks).
 
     ``reward`` > 0 also weighs the reward head's terms, for data that carries each transition's reward
     (``FinetuneConfig.reward_weight``): on encoded latents, and on predicted latents unless
     ``reward_on_predicted`` is False (``FinetuneConfig.reward_on_predicted``). ``value`` > 0 weighs the value
-    head's terms on both, for simulation data with value labels (``FinetuneConfig.value_weight``).
+    head's terms on both, for simulation data with value labels (``FinetuneConfig.value_weight``). ``bc`` > 0
+    weighs the policy prior's imitation of expert labels (``FinetuneConfig.bc_weight``), simulation data only.
     """
     from simdist_core.models.world_model import LossWeights
 
     return LossWeights(consistency=1.0, reward=reward if reward_on_predicted else 0.0, value=value,
-                       reward_encoded=reward, value_encoded=value, bc=0.0, probe=0.0)  # fmt: skip
+                       reward_encoded=reward, value_encoded=value, bc=bc, probe=0.0)  # fmt: skip
 
 
 @torch.no_grad()
