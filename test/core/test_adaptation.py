@@ -664,3 +664,23 @@ def test_merge_joins_a_report_written_before_a_new_zero_shot_yardstick_and_keeps
     del a["results"]["zero_shot"]["episode_metric"]
     with pytest.raises(ValueError, match="results.zero_shot"):
         merge_reports([a, b, a_rl, b_rl], ["a.json", "b.json", "ar.json", "br.json"], METHOD_CHOICES)
+
+
+def test_heading_hold_shapes_every_episodes_command_and_needs_a_velocity_command(tmp_path):
+    """``heading_hold``: collection (what finetuning learns from) and evaluation see the held command, whose yaw rate
+    turns the robot back to its start heading where the task's own command asks for none."""
+    import numpy as np
+    from simdist_core.data.dataset import Dataset
+
+    torch.set_num_threads(1)
+    ckpt = tmp_path / "ckpt"
+    save_checkpoint(ckpt, tiny_model("go2"), version=1)
+    out = tmp_path / "r.json"
+    assert main([*TINY_RUN, "--checkpoint", str(ckpt), "--set", "heading_hold=true", "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["config"]["heading_hold"] is True
+    for part in ("dynamics_only", "heldout"):
+        data = Dataset(tmp_path / "r_work" / part)
+        yaw_rates = data.gather("obs/command", np.arange(data.n_steps))[:, 2]  # go2/foam asks for yaw rate 0
+        assert np.any(yaw_rates != 0.0) and np.all(np.abs(yaw_rates) <= 0.5 + 1e-6), part
+    with pytest.raises(ValueError, match="heading_hold"):
+        AdaptationConfig(task="ur5e/peg_shifted", heading_hold=True)

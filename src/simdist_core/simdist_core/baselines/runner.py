@@ -88,11 +88,12 @@ class RLBaseline:
             self.last_log = self.agent.train_step(self.offline, self.buffer)
             self.updates += 1
 
-    def collect(self, env: Any, steps: int, episode_steps: int, seed: int, command_ramp_s: float = 0.0) -> int:  # noqa: ANN401
+    def collect(self, env: Any, steps: int, episode_steps: int, seed: int, command_ramp_s: float = 0.0,  # noqa: ANN401
+                heading_hold: bool = False) -> int:
         """Run the stochastic policy for ``steps`` control steps, learning as it goes; returns the episodes started.
 
         Episodes last at most ``episode_steps``; episode ``i`` resets with seed ``seed + i``; ``command_ramp_s``
-        ramps the command the policy sees as for the world-model methods (``run_episode``).
+        and ``heading_hold`` shape the command the policy sees as for the world-model methods (``run_episode``).
         """
         recorder = OnlineRecorder(self.spec, self.buffer, self.observe, self._after_step)
         planner = AgentPlanner(self.agent, self.observe, deterministic=False, seed=seed)
@@ -100,7 +101,7 @@ class RLBaseline:
         while recorder.steps < steps:
             run_episode(env, planner, seed=seed + episodes, max_steps=min(episode_steps, steps - recorder.steps),
                         on_step=recorder.on_step, on_reset=recorder.on_reset,
-                        command_ramp_s=command_ramp_s)  # fmt: skip
+                        command_ramp_s=command_ramp_s, heading_hold=heading_hold)  # fmt: skip
             episodes += 1
             if episodes % PROGRESS_EVERY_EPISODES == 0 and recorder.steps < steps:
                 log.info("%s online: %d/%d transitions, %d update rounds, %.0f s", type(self.agent).__name__,

@@ -150,6 +150,11 @@ class AdaptationConfig:
     """Ramp the velocity command the controller sees from rest to the task's over this long in every episode
     (collection, held-out set, evaluation; every method alike; Go2 only; 0: at once): the encoder node's
     ``command_ramp_s`` in the live graph (``simdist_core.planning.command_ramp``)."""
+    heading_hold: bool = False
+    """Give the command the controller sees a yaw rate that holds the episode's starting heading (IMU yaw) in every
+    episode (collection, held-out set, evaluation; every method alike; Go2 only;
+    ``simdist_core.planning.heading_hold``), applied after the command ramp: for models pretrained with yaw-rate
+    commands."""
     finetune: FinetuneConfig = field(default_factory=lambda: FinetuneConfig(
         steps=300, batch_size=32, optim=OptimConfig(lr=2e-4, warmup_steps=30, cosine=False)))  # fmt: skip
     """Finetuning per round (continues from the method's latest accepted model)."""
@@ -176,6 +181,8 @@ class AdaptationConfig:
                              f"for {self.minutes=}")
         if not self.command_ramp_s >= 0:  # also catches NaN
             raise ValueError(f"command_ramp_s must be >= 0, got {self.command_ramp_s=}")
+        if self.heading_hold and not self.task.startswith("go2/"):
+            raise ValueError("heading_hold needs a velocity command (a go2/ task)")
         if not 0 <= self.seed < MAX_SEEDS:
             raise ValueError(f"seed must be in [0, {MAX_SEEDS}), got {self.seed=}")
 
@@ -214,7 +221,7 @@ class Benchmark:
         ramp_for(self.env.spec, cfg.command_ramp_s)  # a ramp this robot cannot have fails here, not an hour in
         self.eval_cfg = EvalConfig(task=cfg.task, episodes=cfg.eval_episodes, seconds=cfg.eval_s,
                                    seed=episode_seed(EVAL_STREAM, cfg.seed), preset=cfg.preset,
-                                   command_ramp_s=cfg.command_ramp_s)  # fmt: skip
+                                   command_ramp_s=cfg.command_ramp_s, heading_hold=cfg.heading_hold)  # fmt: skip
         self.holdout: list[Batch] = []
         self.log: list[dict[str, Any]] = []
 
@@ -238,7 +245,8 @@ class Benchmark:
                                           seed=seed + episodes, exploration_std=self.cfg.exploration_std,
                                           first_episode_id=first_episode + episodes,
                                           eval_labels=eval_labels, record_reward=record_reward,
-                                          command_ramp_s=self.cfg.command_ramp_s)  # fmt: skip
+                                          command_ramp_s=self.cfg.command_ramp_s,
+                                          heading_hold=self.cfg.heading_hold)  # fmt: skip
             done += recorded[0].steps
             episodes += 1
         return episodes
@@ -381,7 +389,8 @@ class Benchmark:
             steps = int(round((minutes - before) * 60 * self.control_hz))
             # same collection seeds as the world-model methods at this mark
             first_seed = episode_seed(1 + k, cfg.seed)
-            episodes += baseline.collect(self.env, steps, episode_steps, first_seed, command_ramp_s=cfg.command_ramp_s)
+            episodes += baseline.collect(self.env, steps, episode_steps, first_seed, command_ramp_s=cfg.command_ramp_s,
+                                         heading_hold=cfg.heading_hold)
             if not self._evaluates_at(minutes):
                 continue
             t1 = time.perf_counter()

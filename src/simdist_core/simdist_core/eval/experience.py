@@ -115,6 +115,7 @@ def collect_experience(
     eval_labels: bool = False,
     record_reward: bool = False,
     command_ramp_s: float = 0.0,
+    heading_hold: bool = False,
 ) -> list[EpisodeStats]:
     """Run ``episodes`` planner episodes in ``env`` and append them to ``shard_dir``.
 
@@ -134,6 +135,7 @@ def collect_experience(
             labels only for a finetune that departs from the method (``FinetuneConfig.reward_weight``).
         command_ramp_s: ramp the velocity command from rest over this long (``run_episode``); the recorded
             observations carry the ramped command, as the live graph's replay buffer records them.
+        heading_hold: the command holds the episode's starting heading (``run_episode``); recorded as seen.
 
     Returns:
         Per-episode stats (metrics, planner timings).
@@ -147,7 +149,7 @@ def collect_experience(
         for i in range(episodes):
             stats.append(run_episode(env, planner, seed=seed + i, max_steps=max_steps, exploration_std=exploration_std,
                                      rng=rng, on_step=recorder, on_reset=recorder.start_episode,
-                                     command_ramp_s=command_ramp_s))  # fmt: skip
+                                     command_ramp_s=command_ramp_s, heading_hold=heading_hold))  # fmt: skip
             recorder.end_episode()
     finally:
         recorder.close()
