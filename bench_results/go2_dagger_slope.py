@@ -47,6 +47,7 @@ def main() -> None:
         rows[terrain] = {**episode_summary(report["per_episode"], task), "checkpoint": report["checkpoint"],
                          "turned_round": _turned(report), "minus_yaw_model": _difference(report, yaw_model, task),
                          "minus_shipped": _difference(report, shipped, task),
+                         "shipped": episode_summary(shipped["per_episode"], task),
                          "yaw_model": {**episode_summary(yaw_model["per_episode"], task),
                                        "turned_round": _turned(yaw_model)}}
         if second:
