@@ -271,6 +271,67 @@ def test_go2_encoder_ramps_the_velocity_command_from_rest_and_to_a_new_cmd_vel(t
     assert rc == 0, f"encoder_node did not exit cleanly (rc={rc}):\n{node.log()[-3000:]}"
 
 
+@pytest.mark.timeout(240)
+def test_go2_encoder_heading_hold_turns_the_robot_back_to_its_start_heading(tmp_path):
+    """With ``heading_hold`` the command the model sees (and the replay buffer records) gets a yaw rate of 1 /s times
+    the heading error from the IMU, the target being the heading the robot had when the episode started."""
+    save_checkpoint(tmp_path / "ckpt", tiny_world_model("go2"), version=1)
+    ns = unique_namespace("encoder_hold")
+    params = {"checkpoint": str(tmp_path / "ckpt"), "control_hz": HZ, "diagnostics_period_s": 0.25,
+              "default_command": [0.5, 0.0, 0.0], "heading_hold": True}
+    node = NodeProcess("encoder_node", params, "encoder", ns)
+    obs = Observer(ns)
+    rng = np.random.default_rng(2)
+    spec = tiny_world_model("go2").spec
+    try:
+        observations = obs.collect(Float32MultiArray, topics.OBSERVATION, qos.OBSERVATION(HZ))
+        pubs = _sensor_publishers(obs, sensors_to_messages("go2", _sensors(rng), JOINT_NAMES, 0))
+        heading = {"yaw": 0.0}
+
+        def drive():
+            t_ns = obs.node.get_clock().now().nanoseconds
+            sensors = _sensors(rng)
+            half = heading["yaw"] / 2
+            sensors["imu_quat"] = np.array([np.cos(half), 0.0, 0.0, np.sin(half)])
+            for key, msg in sensors_to_messages("go2", sensors, JOINT_NAMES, t_ns).items():
+                pubs[key].publish(msg)
+
+        feed = every(1.0 / HZ, drive)
+
+        def yaw_rates():
+            steps = sorted((msgs.observation_to_step(m, spec) for m in observations), key=lambda s: s.t_ns)
+            return steps, [float(s.obs["command"][2]) for s in steps]
+
+        assert obs.spin_until(lambda: len(observations) >= 10, 90.0, on_spin=feed), node.log()[-3000:]
+        steps, first = yaw_rates()
+        assert steps[0].episode_start and all(r == pytest.approx(0.0, abs=1e-6) for r in first)  # on its heading
+        heading["yaw"] = 0.3  # turned 0.3 rad left of where the episode started: asked to turn right
+        n = len(observations)
+        assert obs.spin_until(lambda: len(observations) >= n + 10, 90.0, on_spin=feed), node.log()[-3000:]
+        steps, later = yaw_rates()
+        assert not any(s.episode_start for s in steps[n:])
+        assert later[-1] == pytest.approx(-0.3, abs=1e-4), later
+        assert [float(s.obs["command"][0]) for s in steps[n:]] == pytest.approx([0.5] * (len(steps) - n))
+    finally:
+        obs.close()
+        rc = node.stop()
+    assert rc == 0, f"encoder_node did not exit cleanly (rc={rc}):\n{node.log()[-3000:]}"
+
+
+@pytest.mark.timeout(120)
+def test_ur5e_encoder_refuses_a_heading_hold(tmp_path):
+    """The UR5e's command is a fixture pose, which has no heading to hold: the node does not start."""
+    save_checkpoint(tmp_path / "ckpt", tiny_world_model("ur5e"), version=1)
+    node = NodeProcess("encoder_node", {"checkpoint": str(tmp_path / "ckpt"), "robot": "ur5e", "heading_hold": True,
+                                        "default_command": [0.15, -0.5, 0.0]},
+                       "encoder", unique_namespace("encoder_ur5e_hold"))  # fmt: skip
+    try:
+        rc = node.proc.wait(timeout=90)  # it exits by itself, before spinning
+    finally:
+        node.stop()
+    assert rc != 0 and "velocity command" in node.log(), node.log()[-2000:]
+
+
 @pytest.mark.timeout(120)
 def test_ur5e_encoder_refuses_a_command_ramp(tmp_path):
     """The UR5e's command is a fixture pose: ramping it would move the hole, so the node does not start."""

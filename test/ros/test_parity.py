@@ -115,6 +115,9 @@ def test_in_process_side_is_reused_only_from_the_same_run(tmp_path):
     with pytest.raises(UsageError, match="command_ramp_s"):  # the graph would ramp the command, that run did not
         parity.reused_in_process(argparse.Namespace(**{**vars(args), "set": ["encoder.command_ramp_s=4.0"]}),
                                  "go2/foam")
+    with pytest.raises(UsageError, match="heading_hold"):  # the graph would hold the heading, that run did not
+        parity.reused_in_process(argparse.Namespace(**{**vars(args), "set": ["encoder.heading_hold=true"]}),
+                                 "go2/foam")
     for key, value in (("episodes", 3), ("seed", 7), ("checkpoint", "/other")):
         with pytest.raises(UsageError, match=key):
             parity.reused_in_process(argparse.Namespace(**{**vars(args), key: value}), "go2/foam")

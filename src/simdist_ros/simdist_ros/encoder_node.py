@@ -65,6 +65,8 @@ from sensor_msgs.msg import Image, Imu, JointState
 from simdist_core.data.episodes import EpisodeConfig, EpisodeTracker, header_stamp_ns
 from simdist_core.data.history import ObservationHistory
 from simdist_core.planning.command_ramp import ramp_for
+from simdist_core.planning.heading_hold import hold_for
+from simdist_core.sim.go2_obs import yaw_from_quat
 from std_msgs.msg import Float32MultiArray, Float64MultiArray, Header
 
 from simdist_ros import msgs, qos, topics
@@ -114,6 +116,10 @@ class EncoderParams:
     """Go2: ramp the velocity command the model sees from rest to the operator's over this long whenever it changes
     and at every episode start (``simdist_core.planning.command_ramp``; 0: the command at once). The recorded
     observations carry the ramped command, so finetuning learns from what the planner was asked for."""
+    heading_hold: bool
+    """Go2: give the command the model sees a yaw rate that holds the heading the robot had at the episode's start
+    (from the IMU's orientation), advanced by the operator's yaw rate (``simdist_core.planning.heading_hold``; after
+    the ramp). For models pretrained with yaw-rate commands; the recorded observations carry the held command."""
     diagnostics_period_s: float
     """Seconds between two diagnostics messages."""
     torch_threads: int
@@ -140,6 +146,8 @@ ROWS = (
       "Task command until one arrives (Go2 cmd_vel: vx m/s, vy m/s, yaw rad/s; UR5e fixture_pose: x m, y m, yaw rad)"),
     P("command_ramp_s", 0.0, "Go2: seconds the velocity command the model sees takes to reach a new cmd_vel, and "
       "from rest at each episode start (0: at once)", lo=0.0, hi=30.0, read_only=True),
+    P("heading_hold", False, "Go2: the command the model sees holds the episode's start heading (IMU yaw) with a "
+      "yaw rate (for models pretrained with yaw-rate commands)", read_only=True),
     P("diagnostics_period_s", 1.0, "Diagnostics period in seconds", lo=0.05, hi=60.0, read_only=True),
     P("torch_threads", 1, "torch intra-op threads", lo=1, hi=64, read_only=True),
 )
@@ -186,6 +194,7 @@ class EncoderNode(Node):
         self._latest: dict[str, Any] = {}
         self._command = np.asarray(params.default_command[: self.spec.command_dim], np.float32)
         self._ramp = ramp_for(self.spec, params.command_ramp_s)  # refuses a ramp of a command that is no velocity
+        self._hold = hold_for(self.spec, params.heading_hold)  # refuses to hold the heading of a fixture pose
         self._executed: np.ndarray = np.zeros(self.spec.action_dim, np.float32)
         self._executed_stamp_ns: int | None = None  # the observation the executed command answered, if stamped
         self._last_obs_ns: int | None = None
@@ -367,19 +376,31 @@ class EncoderNode(Node):
         restart = self._new_episode(latest, obs_t_ns)
         phase_time_s = self._tracker.clock_s(obs_t_ns)  # the gait clock restarts with the episode, as in the env
         try:
-            obs = obs_from_messages(self.spec, latest, self.joint_names, self._model_command(restart), phase_time_s,
-                                    self.params.gait_period_s)  # fmt: skip
+            obs = obs_from_messages(self.spec, latest, self.joint_names, self._model_command(restart, latest),
+                                    phase_time_s, self.params.gait_period_s)  # fmt: skip
         except ValueError as exc:  # MessageError is a ValueError, so is a core proprio check
             self._tracker.break_episode()  # a hole in the history, as a dropped step in the replay data
             raise SkipTick("bad_input", f"dropping observation: {exc}") from None
         self._last_obs_ns = stamps["joint_states"]
         return obs, obs_t_ns, restart
 
-    def _model_command(self, restart: bool) -> np.ndarray:
-        """The task command this observation carries: the operator's, or its ramp (from rest at an episode start)."""
-        if self._ramp is None:
-            return self._command
-        return self._ramp.reset(self._command) if restart else self._ramp.step(self._command)
+    def _model_command(self, restart: bool, latest: dict[str, Any]) -> np.ndarray:
+        """The task command this observation carries: the operator's or its ramp, then the heading hold's yaw rate.
+
+        The ramp starts from rest and the hold's target at the heading the robot has, with each episode.
+
+        Raises:
+            MessageError: the IMU orientation the heading hold needs is not a unit quaternion.
+        """
+        command = self._command
+        if self._ramp is not None:
+            command = self._ramp.reset(command) if restart else self._ramp.step(command)
+        if self._hold is not None:
+            yaw = yaw_from_quat(msgs.imu_to_arrays(latest["imu"])[0])
+            if restart:
+                self._hold.reset(yaw)
+            command = self._hold.command(command, yaw)
+        return command
 
     def _new_episode(self, latest: dict[str, Any], obs_t_ns: int) -> bool:
         """True if this sample starts an episode (:class:`EpisodeTracker`): first sample, announced reset, jump, gap.

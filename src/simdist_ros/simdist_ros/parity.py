@@ -83,6 +83,11 @@ def deployed_command_ramp_s(robot: str, sets: list[str] | tuple[str, ...] = ()) 
     return float(deployed_parameters(robot, "encoder", sets).get("command_ramp_s", 0.0))
 
 
+def deployed_heading_hold(robot: str, sets: list[str] | tuple[str, ...] = ()) -> bool:
+    """The encoder node's ``heading_hold`` in the graph (robot YAML, then ``--set encoder.heading_hold=true``)."""
+    return bool(deployed_parameters(robot, "encoder", sets).get("heading_hold", False))
+
+
 def deployed_parameters(robot: str, node: str, sets: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
     """Parameters the graph gives ``node``: its robot's parameter file, then ``--set NODE.NAME=VALUE`` pairs.
 
@@ -102,9 +107,10 @@ def deployed_parameters(robot: str, node: str, sets: list[str] | tuple[str, ...]
 
 def in_process(task: str, checkpoint: Path, episodes: int, seconds: float, first_seed: int,
                recorder: Any = None, sets: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:  # noqa: ANN401
-    """``simdist eval`` of the deployed planner config and command ramp on seeds ``first_seed ..``.
+    """``simdist eval`` of the deployed planner config, command ramp and heading hold on seeds ``first_seed ..``.
 
-    :func:`deployed_planner` and :func:`deployed_command_ramp_s`, as the graph's nodes run them, with the tie of
+    :func:`deployed_planner`, :func:`deployed_command_ramp_s` and :func:`deployed_heading_hold`, as the graph's
+    nodes run them, with the tie of
     :func:`deployed_adapted_tie` for a checkpoint the finetuner node made from enough robot data.
 
     ``recorder`` (``simdist_core.eval.video.EpisodeRecorder``) records episodes for a video, results unchanged.
@@ -125,18 +131,21 @@ def in_process(task: str, checkpoint: Path, episodes: int, seconds: float, first
     if tie.applies(finetuned_data_steps(manifest)):  # as the planner node sets it for a model finetuned here
         overrides = {**overrides, "prior_weight": repr(tie.prior_weight)}
     ramp_s = deployed_command_ramp_s(model.spec.name, sets)
+    hold = deployed_heading_hold(model.spec.name, sets)
     if preset == "auto":  # as the planner node resolves it
         preset = "checkpoint" if isinstance(getattr(manifest, "planner_config", None), dict) else "cpu"
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         result = evaluate(model, EvalConfig(task=task, episodes=episodes, seconds=seconds, seed=first_seed,
-                                            preset=preset, command_ramp_s=ramp_s), manifest=manifest,
+                                            preset=preset, command_ramp_s=ramp_s, heading_hold=hold),
+                          manifest=manifest,
                           planner_overrides=overrides, recorder=recorder)  # fmt: skip
     finally:
         torch.set_num_threads(threads)
     per_episode = [{"seed": first_seed + i, **m} for i, m in enumerate(result["per_episode"])]
-    return {"preset": preset, "planner_overrides": overrides, "command_ramp_s": ramp_s, "sim_s": result["sim_s"],
+    return {"preset": preset, "planner_overrides": overrides, "command_ramp_s": ramp_s, "heading_hold": hold,
+            "sim_s": result["sim_s"],
             "wall_s": round(result["wall_s"], 1), "torch_threads": 1, "plan_ms_p50": result["plan_ms_p50"],
             "plan_ms_p99": result["plan_ms_p99"], "per_episode": per_episode}  # fmt: skip
 
@@ -333,6 +342,9 @@ def reused_in_process(args: argparse.Namespace, task: str) -> dict[str, Any]:
         ramp_s, there = deployed_command_ramp_s(task.split("/")[0], args.set), rows[task]["in_process"]
         if float(there.get("command_ramp_s", 0.0)) != ramp_s:  # reports from before the ramp existed had none
             differ.append(f"command_ramp_s: {there.get('command_ramp_s', 0.0)!r} there, {ramp_s!r} here")
+        hold = deployed_heading_hold(task.split("/")[0], args.set)
+        if bool(there.get("heading_hold", False)) != hold:  # reports from before the hold existed had none
+            differ.append(f"heading_hold: {there.get('heading_hold', False)!r} there, {hold!r} here")
     if differ:
         raise UsageError(f"--in-process-from {str(args.in_process_from)!r} is another run: " + "; ".join(differ))
     print(f"[parity] {task}: in-process side from {args.in_process_from}", flush=True)

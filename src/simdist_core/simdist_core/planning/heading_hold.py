@@ -8,13 +8,16 @@ legged-robot training commonly does: the heading target starts at the robot's he
 yaw rate, and the yaw rate the planner is asked for is the operator's plus ``gain_per_s`` times the heading error,
 limited to ``max_yaw_rate_rad_s``. The heading comes from the IMU's orientation (a robot has it; it drifts slowly).
 
-Plain Python, no clock of its own: the caller advances it once per control period, like ``CommandRamp``.
+Plain Python, no clock of its own: the caller advances it once per control period, like ``CommandRamp``. Used by
+``simdist eval --heading-hold``, ``simdist bench adaptation --set heading_hold=true`` and the encoder node's
+``heading_hold`` parameter (the live graph), all after the command ramp.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from simdist_core.planning.command_ramp import VELOCITY_COMMAND_ROBOTS
 from simdist_core.sim.go2_obs import wrap_rad
 
 
@@ -55,3 +58,17 @@ class HeadingHold:
         out[2] = np.clip(out[2] + self.gain_per_s * error, -self.max_yaw_rate_rad_s, self.max_yaw_rate_rad_s)
         self.target_rad = wrap_rad(self.target_rad + float(operator[2]) * self.dt_s)
         return out
+
+
+def hold_for(spec: object, enabled: bool) -> HeadingHold | None:
+    """The heading hold a robot's controller uses (None when not ``enabled``).
+
+    Raises:
+        ValueError: ``enabled`` for a robot whose command is not a velocity (a UR5e's is a fixture pose).
+    """
+    if not enabled:
+        return None
+    if spec.name not in VELOCITY_COMMAND_ROBOTS:
+        raise ValueError(f"a heading hold turns a velocity command ({', '.join(VELOCITY_COMMAND_ROBOTS)}); "
+                         f"{spec.name}'s command is not one")
+    return HeadingHold(1.0 / spec.control_hz)
