@@ -40,6 +40,12 @@ def _sensor_publishers(obs, messages):
                                qos.SENSOR) for key, m in messages.items()}
 
 
+def _steps_in_time_order(observations, spec):
+    """The encoder's ``observation`` messages received so far as steps in stamp order (from a copy of the list the
+    receiving callback appends to)."""
+    return sorted((msgs.observation_to_step(m, spec) for m in list(observations)), key=lambda s: s.t_ns)
+
+
 def _int(store, key):
     return int(diag_values(store, "encoder").get(key, "0"))
 
@@ -248,7 +254,7 @@ def test_go2_encoder_ramps_the_velocity_command_from_rest_and_to_a_new_cmd_vel(t
         feed = every(1.0 / HZ, drive)
 
         def commands():
-            steps = sorted((msgs.observation_to_step(m, spec) for m in observations), key=lambda s: s.t_ns)
+            steps = _steps_in_time_order(observations, spec)
             return steps, [float(s.obs["command"][0]) for s in steps]
 
         assert obs.spin_until(lambda: len(observations) >= 40, 90.0, on_spin=feed), node.log()[-3000:]
@@ -299,7 +305,7 @@ def test_go2_encoder_heading_hold_turns_the_robot_back_to_its_start_heading(tmp_
         feed = every(1.0 / HZ, drive)
 
         def yaw_rates():
-            steps = sorted((msgs.observation_to_step(m, spec) for m in observations), key=lambda s: s.t_ns)
+            steps = _steps_in_time_order(observations, spec)
             return steps, [float(s.obs["command"][2]) for s in steps]
 
         assert obs.spin_until(lambda: len(observations) >= 10, 90.0, on_spin=feed), node.log()[-3000:]
