@@ -21,7 +21,7 @@ import torch
 from simdist_core.data.history import ObservationHistory
 from simdist_core.eval.late_link import LateLink
 from simdist_core.planning.command_ramp import ramp_for
-from simdist_core.planning.heading_hold import HeadingHold
+from simdist_core.planning.heading_hold import hold_for
 from simdist_core.planning.in_flight import InFlightCommands, plan_to_send
 from simdist_core.planning.mppi import MPPIPlanner
 from simdist_core.sim.base import DelayLine, RobotEnv, StepResult
@@ -136,14 +136,12 @@ def run_episode(
     # own latency queue starts with the default pose (zeros), as ``waiting`` below does.
     lookahead = action_delay + robot_latency_steps if compensate_delay else 0
     sent: deque[np.ndarray] = deque(maxlen=max(lookahead, 1))
-    if heading_hold and env.spec.name != "go2":
-        raise ValueError(f"run_episode: heading_hold needs a velocity command (Go2), not {env.spec.name}")
     history = ObservationHistory(env.spec)
     obs = env.reset(seed=seed)
     ramp = ramp_for(env.spec, command_ramp_s)
     if ramp is not None:
         obs = _with_command(obs, ramp.reset(obs["command"]))
-    hold = HeadingHold(env.spec.control_dt) if heading_hold else None
+    hold = hold_for(env.spec, heading_hold)  # refuses to hold the heading of a command that is no velocity
     if hold is not None:
         yaw = yaw_from_quat(env.sensors()["imu_quat"])
         hold.reset(yaw)

@@ -69,6 +69,6 @@ def hold_for(spec: object, enabled: bool) -> HeadingHold | None:
     if not enabled:
         return None
     if spec.name not in VELOCITY_COMMAND_ROBOTS:
-        raise ValueError(f"a heading hold turns a velocity command ({', '.join(VELOCITY_COMMAND_ROBOTS)}); "
-                         f"{spec.name}'s command is not one")
-    return HeadingHold(1.0 / spec.control_hz)
+        raise ValueError(f"heading_hold: a heading hold turns a velocity command "
+                         f"({', '.join(VELOCITY_COMMAND_ROBOTS)}); {spec.name}'s command is not one")
+    return HeadingHold(spec.control_dt)
