@@ -18,6 +18,7 @@ from simdist_core.eval.slip_trace import (
     summarise,
     window_starts,
 )
+from simdist_core.planning.heading_hold import HeadingHold
 from simdist_core.planning.mppi import MPPIPlanner
 from simdist_core.sim.base import make_env
 
@@ -56,6 +57,24 @@ def recorded():
     spy = SpyPlanner(MPPIPlanner(model, TINY_PLANNER, seed=0))
     rec = record_episode(env, spy, seed=700_000, max_steps=14)
     return model, rec, spy.inputs
+
+
+def test_a_held_recording_carries_the_command_the_heading_hold_gave(recorded):
+    """With the hold on, the recorded (and planned-on) command is the operator's plus the hold's yaw-rate correction
+    from the recorded heading; without it, the operator's own."""
+    model, plain, _ = recorded
+    env = make_env("go2/ptfe_slope")
+    spy = SpyPlanner(MPPIPlanner(model, TINY_PLANNER, seed=0))
+    rec = record_episode(env, spy, seed=700_000, max_steps=14, heading_hold=True)
+    operator = np.asarray(env.command, np.float32)
+    hold = HeadingHold(env.spec.control_dt)
+    hold.reset(rec.yaw[0])
+    expected = np.stack([hold.command(operator, yaw) for yaw in rec.yaw])
+    recorded_commands = np.stack([o["command"] for o in rec.obs])
+    np.testing.assert_allclose(recorded_commands, expected, atol=1e-6)
+    assert np.abs(recorded_commands[1:, 2] - operator[2]).max() > 0  # the hold turned against some heading error
+    np.testing.assert_allclose(np.stack([o["command"] for o in plain.obs]), np.tile(operator, (15, 1)))
+    assert len(spy.inputs) == 14
 
 
 def test_recording_holds_what_the_robot_saw_and_the_truth(recorded):
@@ -125,11 +144,12 @@ def test_cli_writes_series_summary_and_plot(tmp_path):
     ckpt = _checkpoint(tmp_path)
     out, js = tmp_path / "fig" / "slip.png", tmp_path / "slip.json"
     argv = ["--before", str(ckpt), "--after", str(ckpt), "--episodes", "2", "--seconds", "0.4", "--seed", "700000",
-            "--horizon", "5", "--stride", "2", "--plot", str(out), "--json", str(js), *PLANNER_ARGS]
+            "--horizon", "5", "--stride", "2", "--plot", str(out), "--json", str(js), "--heading-hold", *PLANNER_ARGS]
     assert main(argv) == 0
     assert out.is_file() and out.stat().st_size > 0
     report = json.loads(js.read_text())
     assert report["task"] == "go2/ptfe_slope" and report["git_commit"] and report["horizon"] == 5
+    assert report["config"]["heading_hold"] is True
     assert report["checkpoints"] == {"before": str(ckpt), "after": str(ckpt)}
     assert report["command"].startswith("simdist figure slip --before")
     assert report["seeds"] == [700000, 700001] and [e["seed"] for e in report["episodes"]] == [700000, 700001]

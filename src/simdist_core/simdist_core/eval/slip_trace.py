@@ -99,6 +99,9 @@ class SlipTraceConfig:
     """Control steps between two window starts."""
     preset: str = "cpu"
     """Planner preset of the before model's planner, or ``checkpoint`` (the config stored beside its weights)."""
+    heading_hold: bool = False
+    """Drive the held-out episodes with the heading hold on the command (``simdist_core.planning.heading_hold``), as a
+    model made for it is deployed; the recorded command is the held one, which is what both models are scored on."""
 
     def __post_init__(self) -> None:
         if self.episodes < 1:
@@ -146,7 +149,8 @@ def _sigs(values: np.ndarray) -> list[float | None]:
     return [_sig(v) for v in np.asarray(values, np.float64).reshape(-1)]
 
 
-def record_episode(env: Any, planner: Any, *, seed: int, max_steps: int) -> Recording:  # noqa: ANN401
+def record_episode(env: Any, planner: Any, *, seed: int, max_steps: int,  # noqa: ANN401
+                   heading_hold: bool = False) -> Recording:
     """Run one planner episode (``eval.rollout.run_episode``, no exploration noise) and record it.
 
     Args:
@@ -154,6 +158,7 @@ def record_episode(env: Any, planner: Any, *, seed: int, max_steps: int) -> Reco
         planner: ``reset()`` + ``plan(model_input)``, e.g. the before model's MPPI planner.
         seed: env reset seed.
         max_steps: control-step cap (a fall or the task's time limit ends it earlier).
+        heading_hold: hold the starting heading on the command (the recorded observations carry the held command).
     """
     from simdist_core.eval.rollout import run_episode
     from simdist_core.sim.go2_obs import yaw_from_quat
@@ -178,7 +183,8 @@ def record_episode(env: Any, planner: Any, *, seed: int, max_steps: int) -> Reco
         obs.append({k: np.array(v, copy=True) for k, v in result.obs.items()})
         note_state()
 
-    stats = run_episode(env, planner, seed=seed, max_steps=max_steps, on_reset=on_reset, on_step=on_step)
+    stats = run_episode(env, planner, seed=seed, max_steps=max_steps, on_reset=on_reset, on_step=on_step,
+                        heading_hold=heading_hold)
     return Recording(seed=seed, obs=obs, actions=np.stack(actions) if actions else np.zeros((0, env.spec.action_dim)),
                      base_pos=np.stack(truth["base_pos"]), yaw=np.asarray(truth["yaw"]),
                      probe=np.stack(truth["probe"]), foot_slip_m=np.asarray(truth["foot_slip_m"]),
@@ -336,7 +342,7 @@ def collect(models: dict[str, torch.nn.Module], cfg: SlipTraceConfig, planner: A
     max_steps = int(round(cfg.seconds * env.spec.control_hz)) if cfg.seconds > 0 else 10**9
     episodes = []
     for i in range(cfg.episodes):  # (Go2 envs hold no renderer: nothing to close)
-        rec = record_episode(env, planner, seed=cfg.seed + i, max_steps=max_steps)
+        rec = record_episode(env, planner, seed=cfg.seed + i, max_steps=max_steps, heading_hold=cfg.heading_hold)
         episodes.append(score_episode(models, rec, horizon, cfg.stride))
         log.info("seed %d: %d steps, %d windows, progress %.2f m, foot slip %.2f m", rec.seed, rec.steps,
                  len(episodes[-1]["t_s"]), rec.metrics.get("forward_progress_m", float("nan")),
@@ -443,6 +449,8 @@ def _parse(argv: list[str]) -> argparse.Namespace:
                         help="planner config override, repeatable")
     parser.add_argument("--set", dest="env_set", action="append", default=[], metavar="KEY=VALUE",
                         help="task config override, repeatable")
+    parser.add_argument("--heading-hold", action="store_true",
+                        help="hold the starting heading on the command while recording (a model made for it)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
     parser.add_argument("--plot", type=Path, required=True, help="figure (PNG, PDF or SVG)")
     parser.add_argument("--json", type=Path, help="per-window series, summary, seeds, checkpoints and command")
@@ -468,7 +476,8 @@ def validate(args: argparse.Namespace) -> tuple[SlipTraceConfig, dict[str, str],
     env_overrides, planner_overrides = parse_overrides(args.env_set), parse_overrides(args.planner_set)
     try:
         cfg = SlipTraceConfig(task=args.task, episodes=args.episodes, seconds=args.seconds, seed=args.seed,
-                              horizon=args.horizon, stride=args.stride, preset=args.preset)  # fmt: skip
+                              horizon=args.horizon, stride=args.stride, preset=args.preset,
+                              heading_hold=args.heading_hold)  # fmt: skip
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     check_task_and_planner(args.task, env_overrides, args.preset, planner_overrides)
