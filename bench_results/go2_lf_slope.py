@@ -9,6 +9,7 @@ repository root: ``PYTHONPATH=src/simdist_core:bench_results python bench_result
 import json
 from pathlib import Path
 
+from go2_dagger_ptfe_start import _early_falls
 from go2_dagger_slope import _difference, _turned
 from go2_heading_command import _load
 from simdist_core.eval.stats import episode_summary
@@ -18,10 +19,6 @@ SLOPE_MODEL = {"slope": Path("bench_results/go2_dagger_slope/dagger2_hold_slope.
                "flat": Path("bench_results/go2_dagger_slope/dagger2_hold_flat.json"),
                "foam": Path("bench_results/go2_dagger_slope/dagger2_hold_foam.json"),
                "ptfe_slope": Path("bench_results/go2_dagger_ptfe_start/hold.json")}
-
-
-def _early_falls(report: dict) -> int:
-    return sum(bool(e["fell"]) and e["duration_s"] <= 2.0 for e in report["per_episode"])
 
 
 def main() -> None:
