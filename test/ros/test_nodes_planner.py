@@ -66,8 +66,10 @@ def test_planner_node_plans_holds_and_hot_swaps(tmp_path):
         rng = np.random.default_rng(0)
         z, ctx = rng.normal(size=16), rng.normal(size=(51, 16))
 
-        def send_latent():
-            latent_pub.publish(msgs.make_latent({"z": z, "context": ctx}, obs.node.get_clock().now().nanoseconds))
+        def send_latent():  # a robot that reports it applied each command on time (else the planner estimates
+            # the delay from the latent's age, which a loaded CI machine can push past one period)
+            latent_pub.publish(msgs.make_latent({"z": z, "context": ctx, "applied_delay": np.zeros(1)},
+                                                obs.node.get_clock().now().nanoseconds))
 
         feed = every(1.0 / HZ, send_latent)
 
