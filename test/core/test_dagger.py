@@ -3,6 +3,7 @@ the policy prior's imitation target, and ``simdist finetune --parts policy --set
 to those labels."""
 
 import copy
+import json
 
 import numpy as np
 import pytest
@@ -149,3 +150,23 @@ def test_finetune_cli_needs_replay_data_for_a_replay_fraction(labelled, tmp_path
     code = finetune_main(["--checkpoint", str(ckpt), "--data", str(ds.path), "--parts", "policy", "--set",
                           "bc_weight=1", "--set", "replay_fraction=0.5", "--out", str(tmp_path / "out")])
     assert code == 2 and "needs --replay" in capsys.readouterr().err
+
+
+def test_cli_labels_with_the_expert_overrides_it_is_given_and_refuses_unknown_ones(labelled, tmp_path, capsys):
+    model, _, _ = labelled
+    ckpt = tmp_path / "ckpt"
+    save_checkpoint(ckpt, model, version=1)
+    base = ["--checkpoint", str(ckpt), "--task", "go2/flat", "--episodes", "1", "--seconds", "0.2", "--preset",
+            "prior", "--heading-hold"]
+    assert dagger_main([*base, "--seed", "4", "--out", str(tmp_path / "a"), "--expert", "no_such_field=1"]) == 2
+    assert "--expert" in capsys.readouterr().err and not (tmp_path / "a").exists()
+    assert dagger_main([*base, "--seed", "4", "--out", str(tmp_path / "b"), "--expert", "accel_friction_cap=0.25"]) == 0
+    record = json.loads((tmp_path / "b" / "dagger-4.json").read_text())
+    assert record["expert_overrides"] == {"accel_friction_cap": "0.25"}
+    assert dagger_main([*base, "--seed", "4", "--out", str(tmp_path / "c")]) == 0
+    capped, plain = Dataset(tmp_path / "b"), Dataset(tmp_path / "c")
+    # Same episode, same planner: the executed actions agree; the labels differ (the capped expert speeds up slower).
+    executed = [ds.gather("action", np.arange(ds.n_steps - 1)) for ds in (capped, plain)]
+    labels = [ds.gather("expert_action", np.arange(ds.n_steps - 1)) for ds in (capped, plain)]
+    np.testing.assert_allclose(executed[0], executed[1], atol=1e-6)
+    assert not np.allclose(labels[0], labels[1], atol=1e-4)

@@ -85,6 +85,32 @@ def test_expert_caps_its_speed_on_ptfe_instead_of_falling():
 
 
 @pytest.mark.timeout(120)
+def test_friction_cap_makes_the_start_the_same_on_every_grip_above_it():
+    """With ``accel_friction_cap`` the reference speeds up as on the cap's friction wherever the ground grips more,
+    so a learner that cannot see the friction is taught one start; the expert without the cap starts faster."""
+
+    def start(friction, config):  # the velocity reference 0.2 s after a stand with 1 m/s commanded
+        env = make_env("go2/flat", {"command.vx_range_m_s": "1.0,1.0", "terrain.friction": str(friction)})
+        env.reset(seed=0)
+        expert = make_go2_expert(env, 1.0, np.random.default_rng(0), config)
+        for _ in range(10):
+            env.step(expert.act(env))
+        return float(np.linalg.norm(expert._v_ref))
+
+    capped = Go2ExpertConfig(accel_friction_cap=0.3)
+    on_grip = [start(mu, capped) for mu in (0.5, 1.0)]
+    # Equal but for the heading the command is turned by (the robot's yaw differs by micro-radians with the grip).
+    assert on_grip[0] == pytest.approx(on_grip[1], rel=1e-4)
+    assert on_grip[0] == pytest.approx(start(0.3, Go2ExpertConfig()), rel=1e-4)  # as the expert on mu = 0.3
+    assert start(1.0, Go2ExpertConfig()) > 2.0 * on_grip[0]  # 0.5 g x margin: 1.47 vs 4.9 m/s^2
+    assert make_go2_expert(overrides={"accel_friction_cap": "0.3"}).config == capped
+    with pytest.raises(ValueError, match="accel_friction_cap"):
+        Go2ExpertConfig(accel_friction_cap=-0.1)
+    with pytest.raises(ValueError, match="unknown config key"):
+        make_go2_expert(overrides={"accel_cap": "0.3"})
+
+
+@pytest.mark.timeout(120)
 def test_feet_sink_into_foam():
     _, flat_z, _ = _walk("go2/flat", 3.0)
     foam_env, foam_z, _ = _walk("go2/foam", 3.0)

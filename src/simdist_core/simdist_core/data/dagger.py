@@ -57,12 +57,14 @@ class ExpertLabelledRecorder(ExperienceRecorder):
         env: the env the episodes run in (the expert reads its privileged state).
         rng: the expert's generator.
         chunk_steps: rows per sealed chunk.
+        expert_overrides: the labelling expert's config fields as strings (``experts.make_policy``).
     """
 
     def __init__(self, spec: RobotSpec, shard_dir: Path, env: Any, rng: np.random.Generator,  # noqa: ANN401
-                 chunk_steps: int = 1024) -> None:
+                 chunk_steps: int = 1024, expert_overrides: dict[str, str] | None = None) -> None:
         super().__init__(spec, shard_dir, chunk_steps=chunk_steps)
         self.env, self.rng = env, rng
+        self.expert_overrides = dict(expert_overrides or {})
         self.expert: Any = None
         self._label: np.ndarray | None = None
 
@@ -71,7 +73,7 @@ class ExpertLabelledRecorder(ExperienceRecorder):
         from simdist_core.experts import make_policy
 
         super().start_episode(obs)
-        self.expert = make_policy(self.env, 1.0, self.rng)
+        self.expert = make_policy(self.env, 1.0, self.rng, self.expert_overrides)
         self._label = None
 
     def label(self, _plan: object) -> None:
@@ -105,11 +107,12 @@ class ExpertLabelledRecorder(ExperienceRecorder):
 
 
 def collect(env: Any, planner: Any, shard_dir: Path, *, episodes: int, max_steps: int, seed: int,  # noqa: ANN401
-            heading_hold: bool = False) -> list[dict[str, float]]:
+            heading_hold: bool = False, expert_overrides: dict[str, str] | None = None) -> list[dict[str, float]]:
     """Run ``episodes`` planner episodes (seeds ``seed + i``) with expert labels into ``shard_dir``; their metrics."""
     from simdist_core.eval.rollout import run_episode
 
-    recorder = ExpertLabelledRecorder(env.spec, shard_dir, env, np.random.default_rng(seed))
+    recorder = ExpertLabelledRecorder(env.spec, shard_dir, env, np.random.default_rng(seed),
+                                      expert_overrides=expert_overrides)
     metrics = []
     try:
         for i in range(episodes):
@@ -135,6 +138,8 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--planner", action="append", default=[], metavar="KEY=VALUE",
                         help="planner override, e.g. prior_weight=100")
     parser.add_argument("--heading-hold", action="store_true", help="the command holds the start heading (Go2)")
+    parser.add_argument("--expert", action="append", default=[], metavar="KEY=VALUE",
+                        help="labelling expert's config field, e.g. accel_friction_cap=0.25 (Go2ExpertConfig)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
     parser.add_argument("--out", type=Path, required=True, help="dataset folder (shards of several seeds may share it)")
     return parser.parse_args(argv)
@@ -149,6 +154,7 @@ def main(argv: list[str]) -> int:
     check_positive("--threads", args.threads)
     checkpoint_dir("--checkpoint", args.checkpoint)
     env_overrides, planner_overrides = parse_overrides(args.env_overrides), parse_overrides(args.planner)
+    expert_overrides = parse_overrides(args.expert)
     shard_dir = args.out / f"shard-dagger-{args.seed}"
     if list_chunks(shard_dir):
         raise UsageError(f"--out {str(args.out)!r} already holds {shard_dir.name}; use another --seed")
@@ -165,13 +171,22 @@ def main(argv: list[str]) -> int:
     env = make_env(args.task, env_overrides)
     if args.heading_hold and env.spec.name != "go2":
         raise UsageError("--heading-hold needs a velocity command (a go2/ task)")
+    if expert_overrides:  # a bad key or value is a usage error now, not an exception at the first episode
+        from simdist_core.experts import make_policy
+
+        env.reset(seed=args.seed)
+        try:
+            make_policy(env, 1.0, np.random.default_rng(0), expert_overrides)
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"--expert: {exc}") from None
     planner = make_planner(model, manifest, args.preset, planner_overrides, args.seed)
     start = time.perf_counter()
     metrics = collect(env, planner, shard_dir, episodes=args.episodes,
                       max_steps=int(round(args.seconds / env.spec.control_dt)), seed=args.seed,
-                      heading_hold=args.heading_hold)
+                      heading_hold=args.heading_hold, expert_overrides=expert_overrides)
     record = {"checkpoint": str(args.checkpoint), "task": args.task, "env_overrides": env_overrides,
               "preset": args.preset, "planner_overrides": planner_overrides, "heading_hold": args.heading_hold,
+              "expert_overrides": expert_overrides,
               "seed": args.seed, "episodes": args.episodes, "seconds": args.seconds,
               "steps": int(sum(m["steps"] for m in metrics)), "wall_s": round(time.perf_counter() - start, 1),
               "mean_metrics": {k: float(np.mean([m[k] for m in metrics])) for k in sorted(metrics[0])}}

@@ -1,7 +1,8 @@
 """Privileged experts per robot, and the registry that builds one for an env.
 
 ``make_policy(env, skill, rng)`` looks up ``env.spec.name`` in ``POLICIES`` (one table: robot name ->
-"module:factory"); the factory has the signature ``(env, skill, rng) -> Policy`` (``experts.base``).
+"module:factory"); the factory has the signature ``(env, skill, rng, overrides=None) -> Policy``
+(``experts.base``; ``overrides``: its config's fields as strings).
 ``skill`` = 1 is the expert, lower values are its systematically weaker variants (each robot's expert
 module documents what degrades). Modules are imported lazily so importing this package stays cheap.
 """
@@ -9,6 +10,7 @@ module documents what degrades). Modules are imported lazily so importing this p
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -22,12 +24,15 @@ POLICIES: dict[str, str] = {
 """Robot name -> ``"module:factory"`` of its expert."""
 
 
-def make_policy(env: Any, skill: float, rng: np.random.Generator) -> Policy:  # noqa: ANN401  (any RobotEnv)
+def make_policy(env: Any, skill: float, rng: np.random.Generator,  # noqa: ANN401  (any RobotEnv)
+                overrides: Mapping[str, str] | None = None) -> Policy:
     """The expert (``skill=1``) or a weaker variant for ``env``'s robot, reset on ``env``.
+
+    ``overrides``: fields of the robot's expert config as strings (e.g. ``{"accel_friction_cap": "0.25"}``).
 
     Raises:
         KeyError: no expert for the robot; the message lists the robots that have one.
-        ValueError: ``skill`` outside [0, 1].
+        ValueError: ``skill`` outside [0, 1], or an override the robot's expert config does not have or cannot take.
     """
     if not 0.0 <= skill <= 1.0:
         raise ValueError(f"skill must be in [0, 1], got {skill=}")
@@ -35,7 +40,8 @@ def make_policy(env: Any, skill: float, rng: np.random.Generator) -> Policy:  # 
     if robot not in POLICIES:
         raise KeyError(f"no expert registered for robot {robot!r}; robots with experts: {sorted(POLICIES)}")
     module_name, factory = POLICIES[robot].split(":")
-    policy = getattr(importlib.import_module(module_name), factory)(env, skill, rng)
+    factory_fn = getattr(importlib.import_module(module_name), factory)
+    policy = factory_fn(env, skill, rng, overrides=overrides) if overrides else factory_fn(env, skill, rng)
     policy.reset(env, rng)
     return policy
 

@@ -41,12 +41,14 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 import mujoco
 import numpy as np
 
+from simdist_core.config import apply_overrides, parse_overrides
 from simdist_core.experts.go2_kinematics import foot_ik
 from simdist_core.sim.go2_constants import FOOT_RADIUS_M, HIP_OFFSETS_M, LEG_SIDE, THIGH_Y_OFFSET_M
 from simdist_core.sim.go2_obs import yaw_from_quat
@@ -84,6 +86,13 @@ class Go2ExpertConfig:
     full_margin: float = 0.3
     """Friction margin at and above which the reference lead clamp is not reduced; below, it shrinks in
     proportion (a lead asks for extra speed the feet cannot push for on a slippery incline)."""
+    accel_friction_cap: float = 0.0
+    """If > 0, the acceleration limit and the lead clamp use ``min(mu, accel_friction_cap)`` instead of the true
+    friction mu (0: the true friction; the speed cap always uses it). Why: a learner that imitates the expert
+    without seeing the friction cannot tell how fast the expert will speed up from a stand, and learns the average,
+    which on low grip saturates the stance feet and rolls the base over within 1-2 s (the failure the friction-aware
+    reference was made against). With the cap at the lowest friction of the training range, the expert speeds up
+    the same way on every ground it is trained on."""
     skill: float = 1.0
     """1 = expert; lower values degrade it (module docstring); 0 is the weakest variant."""
 
@@ -97,6 +106,8 @@ class Go2ExpertConfig:
         for name in ("accel_friction_fraction", "speed_per_margin_m_s", "full_margin"):
             if not getattr(self, name) > 0.0:
                 raise ValueError(f"{name} must be > 0, got {name}={getattr(self, name)}")
+        if not 0.0 <= self.accel_friction_cap <= 3.0:
+            raise ValueError(f"accel_friction_cap must be in [0, 3] (0: off), got {self.accel_friction_cap=}")
 
 
 class Go2TrotExpert:
@@ -168,6 +179,8 @@ class Go2TrotExpert:
         speed, cap = float(np.linalg.norm(v_cmd)), c.speed_per_margin_m_s * margin
         if speed > cap:
             v_cmd *= cap / speed
+        if c.accel_friction_cap > 0.0:  # speed up as on the most slippery ground trained on (config docstring)
+            margin = self._friction_margin(env, s, c.accel_friction_cap)
         dv = v_cmd - self._v_ref
         max_dv = c.accel_friction_fraction * _GRAVITY_M_S2 * margin * dt
         norm_dv = float(np.linalg.norm(dv))
@@ -185,9 +198,9 @@ class Go2TrotExpert:
         v_world[:2] += c.reference_gain * self._gain_scale * lead
         return v_world
 
-    def _friction_margin(self, env: Any, s: dict[str, np.ndarray]) -> float:
-        """Friction-limited acceleration in g: ``mu cos(slope) - sin|slope|`` (>= 0.02), from the true friction."""
-        mu = float(s.get("domain_friction", 0.8))
+    def _friction_margin(self, env: Any, s: dict[str, np.ndarray], mu_cap: float = math.inf) -> float:
+        """Friction-limited acceleration in g: ``mu cos(slope) - sin|slope|`` (>= 0.02), mu the true friction."""
+        mu = min(float(s.get("domain_friction", 0.8)), mu_cap)  # mu_cap: ``accel_friction_cap``
         slope = _steepest_slope(env, s["base_pos"])
         return max(mu * math.cos(slope) - math.sin(slope), 0.02)
 
@@ -253,9 +266,15 @@ def make_go2_expert(
     skill: float = 1.0,
     rng: np.random.Generator | None = None,
     config: Go2ExpertConfig | None = None,
+    overrides: Mapping[str, str] | None = None,
 ) -> Go2TrotExpert:
-    """The trot expert (skill=1) or a systematically weaker variant (skill < 1), reset on ``env`` if given."""
-    expert = Go2TrotExpert(replace(config if config is not None else Go2ExpertConfig(), skill=skill))
+    """The trot expert (skill=1) or a systematically weaker variant (skill < 1), reset on ``env`` if given.
+
+    ``overrides``: ``Go2ExpertConfig`` fields as strings (``simdist dagger --expert KEY=VALUE``), applied to
+    ``config``. Raises ValueError for an unknown key or a bad value.
+    """
+    config = apply_overrides(config if config is not None else Go2ExpertConfig(), overrides or {})
+    expert = Go2TrotExpert(replace(config, skill=skill))
     if env is not None:
         expert.reset(env, rng if rng is not None else np.random.default_rng())
     return expert
@@ -301,6 +320,7 @@ def measure_expert(
     skill: float = 1.0,
     seed: int = 0,
     overrides: dict[str, str] | None = None,
+    expert_overrides: dict[str, str] | None = None,
 ) -> dict[str, float]:
     """Run the expert (or a ``skill`` variant) on ``task`` and summarise its walking.
 
@@ -322,7 +342,7 @@ def measure_expert(
     start = time.perf_counter()
     for episode in range(episodes):
         env.reset(seed=seed + episode)
-        expert = make_go2_expert(env, skill, rng)
+        expert = make_go2_expert(env, skill, rng, overrides=expert_overrides)
         for _ in range(int(round(seconds * env.spec.control_hz))):
             result = env.step(expert.act(env))
             if result.terminated or result.truncated:
@@ -354,9 +374,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--episodes", type=int, default=3)
     parser.add_argument("--skill", type=float, default=1.0)
+    parser.add_argument("--seed", type=int, default=0, help="first episode seed")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="task config override, e.g. terrain.friction=0.3")
+    parser.add_argument("--expert", action="append", default=[], metavar="KEY=VALUE",
+                        help="Go2ExpertConfig field, e.g. accel_friction_cap=0.25")
     parser.add_argument("--json", default=None, help="write the results to this JSON file")
     args = parser.parse_args(argv)
-    results = {task: measure_expert(task, args.seconds, args.episodes, args.skill) for task in args.tasks}
+    overrides, expert_overrides = parse_overrides(args.overrides), parse_overrides(args.expert)
+    results = {task: measure_expert(task, args.seconds, args.episodes, args.skill, args.seed, overrides,
+                                    expert_overrides) for task in args.tasks}
     print(f"{'task':<16} {'progress_m':>10} {'falls/min':>9} {'speed_m_s':>9} {'slip_m_s':>8} {'trans/s':>8}")
     for task, r in results.items():
         print(
@@ -365,7 +392,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"skill": args.skill, "seconds": args.seconds, "episodes": args.episodes, "results": results}, f)
+            json.dump({"skill": args.skill, "seconds": args.seconds, "episodes": args.episodes, "seed": args.seed,
+                       "overrides": overrides, "expert_overrides": expert_overrides, "results": results}, f)
     return 0
 
 

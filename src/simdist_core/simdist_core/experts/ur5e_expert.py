@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from simdist_core.config import apply_overrides
 from simdist_core.sim.ur5e import quarter_turn
 from simdist_core.sim.ur5e_env import UR5eInsertEnv
 
@@ -206,13 +207,14 @@ class UR5eExpert:
 
 
 def make_ur5e_expert(env: UR5eInsertEnv | None = None, skill: float = 1.0,
-                     rng: np.random.Generator | None = None) -> UR5eExpert:
+                     rng: np.random.Generator | None = None,
+                     overrides: Mapping[str, str] | None = None) -> UR5eExpert:
     """The scripted expert at ``skill`` in [0, 1] (1 = full; see ``ExpertConfig.from_skill``).
 
     ``env`` and ``rng`` are accepted for the expert-registry signature; the expert is bound to an
-    env at ``reset(env, rng)``.
+    env at ``reset(env, rng)``. ``overrides``: ``ExpertConfig`` fields as strings, applied after the skill.
     """
-    expert = UR5eExpert(ExpertConfig.from_skill(skill))
+    expert = UR5eExpert(apply_overrides(ExpertConfig.from_skill(skill), overrides or {}))
     if rng is not None:
         expert.rng = rng
     return expert
