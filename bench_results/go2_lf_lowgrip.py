@@ -33,11 +33,11 @@ def _load(path: Path, task: str, friction: str | None) -> dict:
     return report
 
 
-def main() -> None:
-    """Every reading of stage 3, and its verdicts."""
+def read_arms(folder: Path, prefix: str) -> dict:
+    """Each arm of ``folder/<prefix><arm>.json`` summarised and paired with the model before on the same seeds."""
     rows = {}
     for arm, (task, friction, before_name) in ARMS.items():
-        report = _load(DIR / f"lowgrip_hold_{arm}.json", task, friction)
+        report = _load(folder / f"{prefix}{arm}.json", task, friction)
         before = _load(BEFORE / before_name, task, friction)
         rows[arm] = {**episode_summary(report["per_episode"], task), "checkpoint": report["checkpoint"],
                      "turned_round": _turned(report), "fell_within_2s": _early_falls(report),
@@ -45,6 +45,12 @@ def main() -> None:
                      "model_before": {**episode_summary(before["per_episode"], task),
                                       "checkpoint": before["checkpoint"], "turned_round": _turned(before),
                                       "fell_within_2s": _early_falls(before)}}
+    return rows
+
+
+def main() -> None:
+    """Every reading of stage 3, and its verdicts."""
+    rows = read_arms(DIR, "lowgrip_hold_")
     mu03, ptfe = rows["ptfe_mu0.3"], rows["ptfe_slope"]
     out = {"protocol": "bench_results/GO2_LF_LOWGRIP_DAGGER.md", "seeds": [65500, 65529], "arms": rows,
            "verdict": {
