@@ -125,6 +125,25 @@ def test_expert_only_mixture_has_no_perturbed_steps_at_the_same_row_budget(refer
     assert "--mixture" in capsys.readouterr().err
 
 
+@pytest.mark.timeout(600)
+def test_expert_overrides_drive_every_episode_and_are_recorded(reference, tmp_path, capsys):
+    assert generate.main([*ARGS, "--out", str(tmp_path / "bad"), "--expert", "no_such_field=1"]) == 2
+    assert "no_such_field" in capsys.readouterr().err and not (tmp_path / "bad").exists()
+    out = tmp_path / "capped"
+    assert generate.main([*ARGS, "--out", str(out), "--shard", "0", "--expert", "accel_friction_cap=0.25"]) == 0
+    behaviour = json.loads((out / "dataset.json").read_text())["config"]["behaviour"]
+    assert behaviour["expert_overrides"] == [["accel_friction_cap", "0.25"]]
+    # Shard 0's first episode has the same seed, start and driver as the reference's: only the policy differs.
+    capped, ref = Dataset(out), Dataset(reference)
+    first = [ds.episode_ends[0] - 1 for ds in (capped, ref)]  # the first episode's steps, final row left out
+    assert capped.array("skill")[0] == ref.array("skill")[0]
+    np.testing.assert_array_equal(capped.array("obs/proprio")[0], ref.array("obs/proprio")[0])
+    assert not np.allclose(capped.array("policy_action")[: min(first)], ref.array("policy_action")[: min(first)])
+    # Resuming with another expert is another configuration.
+    assert generate.main([*ARGS, "--out", str(out), "--shard", "0"]) == 2
+    assert "different configuration" in capsys.readouterr().err
+
+
 def test_resume_with_a_different_configuration_is_refused(reference, tmp_path, capsys):
     out = tmp_path / "copy"
     shutil.copytree(reference, out)

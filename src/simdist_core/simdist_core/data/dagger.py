@@ -172,12 +172,11 @@ def main(argv: list[str]) -> int:
     if args.heading_hold and env.spec.name != "go2":
         raise UsageError("--heading-hold needs a velocity command (a go2/ task)")
     if expert_overrides:  # a bad key or value is a usage error now, not an exception at the first episode
-        from simdist_core.experts import make_policy
+        from simdist_core.experts import check_overrides
 
-        env.reset(seed=args.seed)
         try:
-            make_policy(env, 1.0, np.random.default_rng(0), expert_overrides)
-        except (TypeError, ValueError) as exc:
+            check_overrides(env.spec.name, expert_overrides)
+        except ValueError as exc:
             raise UsageError(f"--expert: {exc}") from None
     planner = make_planner(model, manifest, args.preset, planner_overrides, args.seed)
     start = time.perf_counter()

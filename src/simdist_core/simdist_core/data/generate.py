@@ -12,9 +12,10 @@ r"""``simdist generate``: experts and weak policies with contiguous perturbation
   the perturbed and weak-policy data" at the same ``--steps`` row budget. The resulting ``behaviour``
   fields are what ``dataset.json`` records.
 * Episodes: expert (skill 1) with probability 0.5, else a weak variant with skill =U(0.3, 0.9)
-  (``experts.make_policy``); contiguous perturbations (``data.perturbation``); rows as documented in
-  ``data.rollout``; values from the expert value function (``data.value_labels``), fitted once on
-  clean expert rollouts and stored as ``value_fn.safetensors`` + ``value_fn.json`` in ``--out``.
+  (``experts.make_policy``; ``--expert KEY=VALUE`` sets the expert's config for all of them); contiguous
+  perturbations (``data.perturbation``); rows as documented in ``data.rollout``; values from the expert
+  value function (``data.value_labels``), fitted once on clean expert rollouts and stored as
+  ``value_fn.safetensors`` + ``value_fn.json`` in ``--out``.
 * Shards: the run has ``--num-shards`` shards (default: ``--workers``), each written by one process to
   ``shard-<seed>-<shard:04d>/`` with ``steps / num_shards`` rows. ``--shard I`` runs only shard I, so
   the same command scales out over machines (copy ``value_fn.*`` from the first machine, or let each
@@ -36,7 +37,7 @@ import queue
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -142,7 +143,7 @@ def ensure_value_function(cfg: GenerateConfig, out: Path) -> ValueFunction:
     t0 = time.perf_counter()
     episodes = rollout_expert_episodes(
         lambda: _make_env(cfg, VALUE_ROLLOUT_OVERRIDES.get(cfg.robot)),
-        lambda env, rng: make_policy(env, 1.0, rng),
+        lambda env, rng: make_policy(env, 1.0, rng, dict(cfg.behaviour.expert_overrides)),
         cfg.value.episodes, cfg.seed,
     )
     n_branches = cfg.value.branch_states_for(cfg.robot)
@@ -257,7 +258,9 @@ def build_config(args: argparse.Namespace) -> GenerateConfig:
     clash = sorted(set(mixture) & set(data_keys))
     if clash:
         raise ValueError(f"--mixture {args.mixture} sets {', '.join('data.' + k for k in clash)}; do not also --set it")
-    return apply_overrides(cfg, {**mixture, **data_keys}, key_prefix="data.")
+    cfg = apply_overrides(cfg, {**mixture, **data_keys}, key_prefix="data.")
+    expert = tuple(sorted(parse_overrides(args.expert or []).items()))
+    return replace(cfg, behaviour=replace(cfg.behaviour, expert_overrides=expert)) if expert else cfg
 
 
 def validate(args: argparse.Namespace) -> GenerateConfig:
@@ -266,6 +269,7 @@ def validate(args: argparse.Namespace) -> GenerateConfig:
     Raises:
         UsageError: a bad flag, task, ``--set`` key or value, shard, or a ``--out`` that holds another run.
     """
+    from simdist_core.experts import check_overrides
     from simdist_core.sim.base import task_config, task_ids
 
     tasks = [t.split("/", 1)[1] for t in task_ids() if t.startswith(args.robot + "/")]
@@ -275,6 +279,8 @@ def validate(args: argparse.Namespace) -> GenerateConfig:
     try:
         cfg = build_config(args)
         task_config(cfg.task_id, dict(cfg.env_overrides))  # the env's own keys and values, without building it
+        if cfg.behaviour.expert_overrides:
+            check_overrides(args.robot, dict(cfg.behaviour.expert_overrides))
     except (KeyError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     if args.shard is not None and not 0 <= args.shard < cfg.num_shards:
@@ -312,6 +318,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--mixture", default="default", choices=sorted(MIXTURES),
                    help="behaviour mixture: default (expert + weak policies, perturbed) or expert_only "
                         "(clean expert episodes only)")
+    p.add_argument("--expert", action="append", metavar="KEY=VALUE",
+                   help="the expert's config field (Go2ExpertConfig / UR5e ExpertConfig), e.g. "
+                        "accel_friction_cap=0.25; applies to the expert, its weaker variants and the value rollouts")
     p.add_argument("--no-fsync", action="store_true", help="skip fsync (faster on slow disks; not crash-safe)")
     return p
 

@@ -29,6 +29,7 @@ and ``clean_expert`` is False, so every executed transition has a next-state tar
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +53,9 @@ class BehaviourConfig:
     max_episode_steps: int = 100_000
     """Safety cap (envs truncate at their own time limit long before)."""
     perturbation: PerturbationConfig = field(default_factory=PerturbationConfig)
+    expert_overrides: tuple[tuple[str, str], ...] = ()
+    """The expert's config fields as sorted ``(key, value)`` strings (``simdist generate --expert``), for the expert,
+    its weaker variants and the value rollouts alike."""
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.expert_fraction <= 1.0:
@@ -82,7 +86,7 @@ def _start_episode(
     is_expert = bool(choice.random() < cfg.expert_fraction)
     skill = 1.0 if is_expert else float(choice.uniform(cfg.weak_skill_min, cfg.weak_skill_max))
     obs = env.reset(seed=int(env_ss.generate_state(1)[0]))
-    policy = make_policy(env, skill, np.random.default_rng(policy_ss))
+    policy = make_policy(env, skill, np.random.default_rng(policy_ss), dict(cfg.expert_overrides))
     schedule = PerturbationSchedule(cfg.perturbation, action_dim=env.spec.action_dim)
     schedule.reset(np.random.default_rng(noise_ss))
     return is_expert, skill, obs, policy, schedule
@@ -136,10 +140,11 @@ def run_episode(
     return rows
 
 
-def _expert_continuation(env: Any, steps: int, rng: np.random.Generator) -> ExpertEpisode:  # noqa: ANN401
+def _expert_continuation(env: Any, steps: int, rng: np.random.Generator,  # noqa: ANN401
+                         overrides: Mapping[str, str] | None = None) -> ExpertEpisode:
     """The clean expert taking over from ``env``'s current state, on a deep copy (``env`` is untouched)."""
     clone = copy.deepcopy(env)
-    expert = make_policy(clone, 1.0, rng)
+    expert = make_policy(clone, 1.0, rng, overrides)
     resume = getattr(expert, "resume", None)  # an expert with phases picks up where the state is (UR5e)
     if resume is not None:
         resume(clone, rng)
@@ -172,7 +177,7 @@ def branch_expert_episodes(
         branch_rng = np.random.default_rng(seed_seq.spawn(1)[0])
         for step in range(cfg.max_episode_steps):
             if step > 0 and branch_rng.random() < branch_prob:
-                out.append(_expert_continuation(env, branch_steps, branch_rng))
+                out.append(_expert_continuation(env, branch_steps, branch_rng, dict(cfg.expert_overrides)))
                 if len(out) == n_states:
                     break
             result = env.step(apply_noise(policy.act(env), schedule.step()[0]))

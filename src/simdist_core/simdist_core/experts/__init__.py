@@ -46,4 +46,17 @@ def make_policy(env: Any, skill: float, rng: np.random.Generator,  # noqa: ANN40
     return policy
 
 
-__all__ = ["POLICIES", "Policy", "make_policy"]
+def check_overrides(robot: str, overrides: Mapping[str, str]) -> None:
+    """Build ``robot``'s expert config with ``overrides`` (no env needed), so a bad key fails before any run.
+
+    Raises:
+        KeyError: no expert for the robot.
+        ValueError: an override the robot's expert config does not have or cannot take.
+    """
+    if robot not in POLICIES:
+        raise KeyError(f"no expert registered for robot {robot!r}; robots with experts: {sorted(POLICIES)}")
+    module_name, factory = POLICIES[robot].split(":")
+    getattr(importlib.import_module(module_name), factory)(None, 1.0, None, overrides=overrides)
+
+
+__all__ = ["POLICIES", "Policy", "check_overrides", "make_policy"]
