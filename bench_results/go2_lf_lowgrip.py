@@ -14,12 +14,12 @@ from simdist_core.eval.stats import episode_summary
 
 DIR = Path("bench_results/go2_lf_lowgrip")
 BEFORE = Path("bench_results/go2_lf_slope")
-ARMS = {  # arm: (task, friction override or None, the model before's record)
-    "slope": ("go2/slope", None, "lf_hold_slope.json"),
-    "flat": ("go2/flat", None, "lf_hold_flat.json"),
-    "foam": ("go2/foam", None, "lf_hold_foam.json"),
-    "ptfe_slope": ("go2/ptfe_slope", None, "lf_hold_ptfe_slope.json"),
-    "ptfe_mu0.3": ("go2/ptfe_slope", "0.3", "lf_hold_ptfe_mu0.3.json"),
+ARMS = {  # arm: (task, friction override or None); the model before's record is lf_hold_<arm>.json
+    "slope": ("go2/slope", None),
+    "flat": ("go2/flat", None),
+    "foam": ("go2/foam", None),
+    "ptfe_slope": ("go2/ptfe_slope", None),
+    "ptfe_mu0.3": ("go2/ptfe_slope", "0.3"),
 }
 
 
@@ -33,18 +33,18 @@ def _load(path: Path, task: str, friction: str | None) -> dict:
     return report
 
 
-def read_arms(folder: Path, prefix: str) -> dict:
-    """Each arm of ``folder/<prefix><arm>.json`` summarised and paired with the model before on the same seeds."""
+def read_arms(folder: Path, prefix: str, before: tuple[Path, str] = (BEFORE, "lf_hold_")) -> dict:
+    """Each arm of ``folder/<prefix><arm>.json``, paired on the same seeds with ``before`` (folder, file prefix)."""
     rows = {}
-    for arm, (task, friction, before_name) in ARMS.items():
+    for arm, (task, friction) in ARMS.items():
         report = _load(folder / f"{prefix}{arm}.json", task, friction)
-        before = _load(BEFORE / before_name, task, friction)
+        other = _load(before[0] / f"{before[1]}{arm}.json", task, friction)
         rows[arm] = {**episode_summary(report["per_episode"], task), "checkpoint": report["checkpoint"],
                      "turned_round": _turned(report), "fell_within_2s": _early_falls(report),
-                     "minus_model_before": _difference(report, before, task),
-                     "model_before": {**episode_summary(before["per_episode"], task),
-                                      "checkpoint": before["checkpoint"], "turned_round": _turned(before),
-                                      "fell_within_2s": _early_falls(before)}}
+                     "minus_model_before": _difference(report, other, task),
+                     "model_before": {**episode_summary(other["per_episode"], task),
+                                      "checkpoint": other["checkpoint"], "turned_round": _turned(other),
+                                      "fell_within_2s": _early_falls(other)}}
     return rows
 
 
