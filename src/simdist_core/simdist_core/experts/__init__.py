@@ -37,11 +37,7 @@ def make_policy(env: Any, skill: float, rng: np.random.Generator,  # noqa: ANN40
     if not 0.0 <= skill <= 1.0:
         raise ValueError(f"skill must be in [0, 1], got {skill=}")
     robot = env.spec.name
-    if robot not in POLICIES:
-        raise KeyError(f"no expert registered for robot {robot!r}; robots with experts: {sorted(POLICIES)}")
-    module_name, factory = POLICIES[robot].split(":")
-    factory_fn = getattr(importlib.import_module(module_name), factory)
-    policy = factory_fn(env, skill, rng, overrides=overrides) if overrides else factory_fn(env, skill, rng)
+    policy = _factory(robot)(env, skill, rng, overrides=overrides)
     policy.reset(env, rng)
     return policy
 
@@ -53,10 +49,15 @@ def check_overrides(robot: str, overrides: Mapping[str, str]) -> None:
         KeyError: no expert for the robot.
         ValueError: an override the robot's expert config does not have or cannot take.
     """
+    _factory(robot)(None, 1.0, None, overrides=overrides)
+
+
+def _factory(robot: str) -> Any:  # noqa: ANN401  (the robot's expert factory)
+    """``robot``'s expert factory, imported on first use; KeyError (listing the robots that have one) if none."""
     if robot not in POLICIES:
         raise KeyError(f"no expert registered for robot {robot!r}; robots with experts: {sorted(POLICIES)}")
     module_name, factory = POLICIES[robot].split(":")
-    getattr(importlib.import_module(module_name), factory)(None, 1.0, None, overrides=overrides)
+    return getattr(importlib.import_module(module_name), factory)
 
 
 __all__ = ["POLICIES", "Policy", "check_overrides", "make_policy"]

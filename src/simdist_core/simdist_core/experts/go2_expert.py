@@ -175,12 +175,13 @@ class Go2TrotExpert:
         c, cmd = self.config, s["command"]
         cy, sy = math.cos(yaw), math.sin(yaw)
         v_cmd = np.array([cy * cmd[0] - sy * cmd[1], sy * cmd[0] + cy * cmd[1]])
-        margin = self._friction_margin(env, s)
-        speed, cap = float(np.linalg.norm(v_cmd)), c.speed_per_margin_m_s * margin
+        mu, slope = float(s.get("domain_friction", 0.8)), _steepest_slope(env, s["base_pos"])
+        speed, cap = float(np.linalg.norm(v_cmd)), c.speed_per_margin_m_s * _friction_margin(mu, slope)
         if speed > cap:
             v_cmd *= cap / speed
         if c.accel_friction_cap > 0.0:  # speed up as on the most slippery ground trained on (config docstring)
-            margin = self._friction_margin(env, s, c.accel_friction_cap)
+            mu = min(mu, c.accel_friction_cap)
+        margin = _friction_margin(mu, slope)
         dv = v_cmd - self._v_ref
         max_dv = c.accel_friction_fraction * _GRAVITY_M_S2 * margin * dt
         norm_dv = float(np.linalg.norm(dv))
@@ -197,12 +198,6 @@ class Go2TrotExpert:
         self._ref_xy = s["base_pos"][:2] + lead
         v_world[:2] += c.reference_gain * self._gain_scale * lead
         return v_world
-
-    def _friction_margin(self, env: Any, s: dict[str, np.ndarray], mu_cap: float = math.inf) -> float:
-        """Friction-limited acceleration in g: ``mu cos(slope) - sin|slope|`` (>= 0.02), mu the true friction."""
-        mu = min(float(s.get("domain_friction", 0.8)), mu_cap)  # mu_cap: ``accel_friction_cap``
-        slope = _steepest_slope(env, s["base_pos"])
-        return max(mu * math.cos(slope) - math.sin(slope), 0.02)
 
     def _plan_swing(
         self,
@@ -290,6 +285,11 @@ def _slope_along(env: Any, base: np.ndarray, yaw: float) -> float:
     ahead = float(env.terrain_height(base[0] + c, base[1] + s))
     behind = float(env.terrain_height(base[0] - c, base[1] - s))
     return math.atan2(ahead - behind, 0.6)
+
+
+def _friction_margin(mu: float, slope: float) -> float:
+    """Friction-limited acceleration in g on an incline of ``slope`` rad: ``mu cos(slope) - sin|slope|`` (>= 0.02)."""
+    return max(mu * math.cos(slope) - math.sin(slope), 0.02)
 
 
 def _steepest_slope(env: Any, base: np.ndarray) -> float:
