@@ -196,6 +196,9 @@ def test_driver_node_estimates_the_standing_base_at_rest_with_either_estimator(g
     fused = driver.params.velocity_estimator == "imu_leg_fusion"
     assert isinstance(driver.odometry, ImuLegFusion if fused else LegOdometry)
     assert _call(peer, "stand_up").success
+    # Standing, not standing up: on a loaded machine the damped robot's slow sag can read as "still" for 21 polls
+    # before the stand-up sequence moves it, and the window below would then count the stand-up's foot motion.
+    assert _wait(lambda: driver.controller.last_sent.mode is Mode.STAND)
     heights = []
 
     def settled():
