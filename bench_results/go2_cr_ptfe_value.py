@@ -31,29 +31,28 @@ def _ci(a: list[list[float]], b: list[list[float]]) -> dict:
     return {"difference": round(d, 3), "ci95": [round(low, 3), round(high, 3)]}
 
 
-def _arm(value: bool) -> tuple[dict, list[list[float]]]:
-    """Every model's summary and the adapted models' per-episode differences to zero-shot."""
-    zero = _load("zero_shot", value)
-    z = episode_values(zero["per_episode"], TASK)
-    rows, diffs = {}, []
+def _arm(value: bool) -> tuple[dict, list[list[float]], list[float]]:
+    """Every model's summary, the adapted models' per-episode differences to zero-shot, and zero-shot's values."""
+    rows, values = {}, {}
     for name in ("zero_shot", *ADAPTED):
         report = _load(name, value)
         rows[name] = {**episode_summary(report["per_episode"], TASK), "fell_within_2s": _early_falls(report)}
-        if name != "zero_shot":
-            v = episode_values(report["per_episode"], TASK)
-            rows[name]["minus_zero_shot"] = _ci([v], [z])
-            diffs.append([a - b for a, b in zip(v, z, strict=True)])
+        values[name] = episode_values(report["per_episode"], TASK)
+    z = values["zero_shot"]
+    diffs = []
+    for name in ADAPTED:
+        rows[name]["minus_zero_shot"] = _ci([values[name]], [z])
+        diffs.append([a - b for a, b in zip(values[name], z, strict=True)])
     rows["pooled_minus_zero_shot"] = _ci(diffs, [[0.0] * len(z)] * len(diffs))
-    return rows, diffs
+    return rows, diffs, z
 
 
 def main() -> None:
     """Both arms, the difference of differences and the verdict."""
-    with_value, diffs_a = _arm(True)
-    without_value, diffs_b = _arm(False)
+    with_value, diffs_a, zero_a = _arm(True)
+    without_value, diffs_b, zero_b = _arm(False)
     did = _ci(diffs_b, diffs_a)
-    zero_without_minus_with = _ci([episode_values(_load("zero_shot", False)["per_episode"], TASK)],
-                                  [episode_values(_load("zero_shot", True)["per_episode"], TASK)])
+    zero_without_minus_with = _ci([zero_b], [zero_a])
     out = {"protocol": "bench_results/GO2_CR_PTFE_VALUE.md", "seeds": [65500, 65529],
            "A_with_terminal_value": with_value, "B_without_terminal_value": without_value,
            "difference_of_differences_B_minus_A": did, "zero_shot_without_minus_with_value": zero_without_minus_with,
