@@ -7,7 +7,14 @@ tie and terminal value) before it is read, so a reader never mixes in another ru
 import json
 from pathlib import Path
 
-from simdist_core.eval.stats import cluster_mean_ci, mean_ci, paired_cluster_difference_ci, sign_test_p
+from simdist_core.eval.stats import (
+    cluster_mean_ci,
+    episode_summary,
+    episode_values,
+    mean_ci,
+    paired_cluster_difference_ci,
+    sign_test_p,
+)
 
 FUNNEL = ("reached_hole", "centred_at_hole", "aligned_at_hole", "entered_hole", "success")
 
@@ -56,6 +63,37 @@ def paired(a: list[list[float]], b: list[list[float]]) -> dict:
 def minus(a: list[float], b: list[float]) -> list[float]:
     """Per-episode a - b (same seeds, same order)."""
     return [x - y for x, y in zip(a, b, strict=True)]
+
+
+def falls_within_2s(report: dict) -> int:
+    """Episodes of a Go2 report that fell within 2 s of the standing start."""
+    return sum(bool(e["fell"]) and e["duration_s"] <= 2.0 for e in report["per_episode"])
+
+
+def rounded_difference(a: list[list[float]], b: list[list[float]]) -> dict:
+    """Paired a minus b (two-level bootstrap, as ``paired``), rounded to mm: difference and 95 % interval only."""
+    d, low, high = paired_cluster_difference_ci(a, b)
+    return {"difference": round(d, 3), "ci95": [round(low, 3), round(high, 3)]}
+
+
+def progress_against_zero_shot(reports: dict[str, dict], task: str) -> tuple[dict, list[list[float]], list[float]]:
+    """Go2 arms on the same episodes: each model's summary and paired difference to the ``"zero_shot"`` report.
+
+    Returns (rows: every model's episode summary with its falls within 2 s, and for the others ``minus_zero_shot``
+    plus the pooled ``pooled_minus_zero_shot``; the other models' per-episode differences to zero-shot; zero-shot's
+    per-episode values).
+    """
+    rows, values = {}, {}
+    for name, report in reports.items():
+        rows[name] = {**episode_summary(report["per_episode"], task), "fell_within_2s": falls_within_2s(report)}
+        values[name] = episode_values(report["per_episode"], task)
+    zero = values["zero_shot"]
+    diffs = []
+    for name in (name for name in reports if name != "zero_shot"):
+        rows[name]["minus_zero_shot"] = rounded_difference([values[name]], [zero])
+        diffs.append(minus(values[name], zero))
+    rows["pooled_minus_zero_shot"] = rounded_difference(diffs, [[0.0] * len(zero)] * len(diffs))
+    return rows, diffs, zero
 
 
 def write_report(out: dict, path: Path) -> None:

@@ -9,7 +9,7 @@ zero-shot model on the same episodes (``bench_results/go2_capped_recipe/recipe_h
 import json
 from pathlib import Path
 
-from go2_dagger_ptfe_start import _early_falls
+from eval_arms import falls_within_2s
 from go2_dagger_slope import _difference
 from go2_lf_lowgrip import _load
 from simdist_core.eval.stats import episode_summary, episode_values, paired_cluster_difference_ci
@@ -21,7 +21,7 @@ ZERO_SHOT = Path("bench_results/go2_capped_recipe/recipe_hold_ptfe_slope.json")
 
 def _row(report: dict) -> dict:
     return {**episode_summary(report["per_episode"], TASK), "checkpoint": report["checkpoint"],
-            "fell_within_2s": _early_falls(report)}
+            "fell_within_2s": falls_within_2s(report)}
 
 
 def main() -> None:

@@ -8,8 +8,7 @@ Reads ``bench_results/go2_cr_ptfe_value/<name>_value_<true|false>.json`` and wri
 import json
 from pathlib import Path
 
-from go2_dagger_ptfe_start import _early_falls
-from simdist_core.eval.stats import episode_summary, episode_values, paired_cluster_difference_ci
+from eval_arms import progress_against_zero_shot, rounded_difference
 
 TASK = "go2/ptfe_slope"
 DIR = Path("bench_results/go2_cr_ptfe_value")
@@ -26,33 +25,17 @@ def _load(name: str, value: bool) -> dict:
     return report
 
 
-def _ci(a: list[list[float]], b: list[list[float]]) -> dict:
-    d, low, high = paired_cluster_difference_ci(a, b)
-    return {"difference": round(d, 3), "ci95": [round(low, 3), round(high, 3)]}
-
-
 def _arm(value: bool) -> tuple[dict, list[list[float]], list[float]]:
     """Every model's summary, the adapted models' per-episode differences to zero-shot, and zero-shot's values."""
-    rows, values = {}, {}
-    for name in ("zero_shot", *ADAPTED):
-        report = _load(name, value)
-        rows[name] = {**episode_summary(report["per_episode"], TASK), "fell_within_2s": _early_falls(report)}
-        values[name] = episode_values(report["per_episode"], TASK)
-    z = values["zero_shot"]
-    diffs = []
-    for name in ADAPTED:
-        rows[name]["minus_zero_shot"] = _ci([values[name]], [z])
-        diffs.append([a - b for a, b in zip(values[name], z, strict=True)])
-    rows["pooled_minus_zero_shot"] = _ci(diffs, [[0.0] * len(z)] * len(diffs))
-    return rows, diffs, z
+    return progress_against_zero_shot({name: _load(name, value) for name in ("zero_shot", *ADAPTED)}, TASK)
 
 
 def main() -> None:
     """Both arms, the difference of differences and the verdict."""
     with_value, diffs_a, zero_a = _arm(True)
     without_value, diffs_b, zero_b = _arm(False)
-    did = _ci(diffs_b, diffs_a)
-    zero_without_minus_with = _ci([zero_b], [zero_a])
+    did = rounded_difference(diffs_b, diffs_a)
+    zero_without_minus_with = rounded_difference([zero_b], [zero_a])
     out = {"protocol": "bench_results/GO2_CR_PTFE_VALUE.md", "seeds": [65500, 65529],
            "A_with_terminal_value": with_value, "B_without_terminal_value": without_value,
            "difference_of_differences_B_minus_A": did, "zero_shot_without_minus_with_value": zero_without_minus_with,

@@ -8,8 +8,7 @@ Reads ``bench_results/go2_csr_ptfe_confirm/<name>_<planner>.json`` and writes
 import json
 from pathlib import Path
 
-from go2_dagger_ptfe_start import _early_falls
-from simdist_core.eval.stats import episode_summary, episode_values, paired_cluster_difference_ci
+from eval_arms import progress_against_zero_shot
 
 TASK = "go2/ptfe_slope"
 EPISODES = 60
@@ -34,27 +33,13 @@ def _load(name: str, planner: str) -> dict:
     return report
 
 
-def _ci(a: list[list[float]], b: list[list[float]]) -> dict:
-    d, low, high = paired_cluster_difference_ci(a, b)
-    return {"difference": round(d, 3), "ci95": [round(low, 3), round(high, 3)]}
-
-
 def _planner(planner: str) -> dict:
     """Every model's summary, each adapted model's paired difference to zero-shot, the pooled difference."""
-    rows, values = {}, {}
-    for name in ("zero_shot", *ADAPTED):
-        report = _load(name, planner)
-        rows[name] = {**episode_summary(report["per_episode"], TASK), "fell_within_2s": _early_falls(report)}
-        values[name] = episode_values(report["per_episode"], TASK)
-    zero = values["zero_shot"]
-    diffs = []
-    for name in ADAPTED:
-        rows[name]["minus_zero_shot"] = _ci([values[name]], [zero])
-        diffs.append([a - b for a, b in zip(values[name], zero, strict=True)])
-    pooled = _ci(diffs, [[0.0] * len(zero)] * len(diffs))
-    adapted_mean = sum(sum(values[name]) for name in ADAPTED) / (len(ADAPTED) * len(zero))
+    reports = {name: _load(name, planner) for name in ("zero_shot", *ADAPTED)}
+    rows, diffs, zero = progress_against_zero_shot(reports, TASK)
+    pooled = rows["pooled_minus_zero_shot"]
     zero_mean = sum(zero) / len(zero)
-    rows["pooled_minus_zero_shot"] = pooled
+    adapted_mean = zero_mean + sum(map(sum, diffs)) / (len(diffs) * len(zero))
     rows["ratio_of_pooled_means"] = round(adapted_mean / zero_mean, 3) if zero_mean > 0 else None
     low, high = pooled["ci95"]
     rows["verdict"] = ("the adapted dynamics walk further on new episodes" if low > 0

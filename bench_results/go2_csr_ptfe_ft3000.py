@@ -9,9 +9,9 @@ benchmark reports, and writes ``bench_results/go2_csr_ptfe_ft3000.json``. Run fr
 import json
 from pathlib import Path
 
-from go2_csr_ptfe_confirm import _ci, _load
-from go2_dagger_ptfe_start import _early_falls
-from simdist_core.eval.stats import episode_summary, episode_values, paired_cluster_difference_ci
+from eval_arms import falls_within_2s, rounded_difference
+from go2_csr_ptfe_confirm import _load
+from simdist_core.eval.stats import episode_summary, episode_values
 
 TASK = "go2/ptfe_slope"
 SEEDS = (0, 1, 2)
@@ -41,7 +41,7 @@ def _load_new(seed: int) -> dict:
 
 
 def _pooled(diffs: list[list[float]]) -> dict:
-    return _ci(diffs, [[0.0] * len(diffs[0])] * len(diffs))
+    return rounded_difference(diffs, [[0.0] * len(diffs[0])] * len(diffs))
 
 
 def _bench() -> dict:
@@ -61,15 +61,11 @@ def _bench() -> dict:
 
     a = thirty_minute_episodes("adaptation_go2_csr_ptfe_ft3000")
     b = thirty_minute_episodes("adaptation_go2_csr_ptfe_plain")
-    d, low, high = paired_cluster_difference_ci(a, b)
     return {
         "at_30_min": {key: thirty[key] for key in READ_AT_30},
         "at_10_min_metric": next(row for row in summary["by_minute"] if row["minutes"] == 10.0)["metric"],
         "zero_shot_metric": summary["by_minute"][0]["metric"],
-        "ft3000_minus_ft300_at_30_min_same_episodes": {
-            "difference": round(d, 3),
-            "ci95": [round(low, 3), round(high, 3)],
-        },
+        "ft3000_minus_ft300_at_30_min_same_episodes": rounded_difference(a, b),
     }
 
 
@@ -84,9 +80,9 @@ def main() -> None:
         old = episode_values(_load(f"adapted_seed{k}", "plain")["per_episode"], TASK)
         rows[f"ft3000_seed{k}"] = {
             **episode_summary(report["per_episode"], TASK),
-            "fell_within_2s": _early_falls(report),
-            "minus_zero_shot": _ci([values], [zero_values]),
-            "minus_ft300_same_seed": _ci([values], [old]),
+            "fell_within_2s": falls_within_2s(report),
+            "minus_zero_shot": rounded_difference([values], [zero_values]),
+            "minus_ft300_same_seed": rounded_difference([values], [old]),
         }
         vs_zero.append([a - b for a, b in zip(values, zero_values, strict=True)])
         vs_300.append([a - b for a, b in zip(values, old, strict=True)])
@@ -103,7 +99,7 @@ def main() -> None:
     out = {
         "protocol": "bench_results/GO2_CSR_PTFE_LONGER_FT.md",
         "seeds": [66000, 66059],
-        "zero_shot": {**episode_summary(zero["per_episode"], TASK), "fell_within_2s": _early_falls(zero)},
+        "zero_shot": {**episode_summary(zero["per_episode"], TASK), "fell_within_2s": falls_within_2s(zero)},
         **rows,
         "pooled_minus_zero_shot": pooled,
         "ratio_of_pooled_means": ratio,

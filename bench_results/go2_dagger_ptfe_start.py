@@ -8,6 +8,7 @@ Reads ``bench_results/go2_dagger_ptfe_start/{hold,hold_ramp4}.json``; writes
 import json
 from pathlib import Path
 
+from eval_arms import falls_within_2s
 from simdist_core.eval.stats import episode_summary, episode_values, paired_cluster_difference_ci
 
 DIR = Path("bench_results/go2_dagger_ptfe_start")
@@ -22,16 +23,12 @@ def _load(name: str, ramp_s: float) -> dict:
     return report
 
 
-def _early_falls(report: dict) -> int:
-    return sum(bool(e["fell"]) and e["duration_s"] <= 2.0 for e in report["per_episode"])
-
-
 def main() -> None:
     """Both arms, the paired difference and the verdict."""
     plain, ramp = _load("hold", 0.0), _load("hold_ramp4", 4.0)
     d, low, high = paired_cluster_difference_ci([episode_values(ramp["per_episode"], TASK)],
                                                 [episode_values(plain["per_episode"], TASK)])
-    arms = {name: {**episode_summary(r["per_episode"], TASK), "fell_within_2s": _early_falls(r)}
+    arms = {name: {**episode_summary(r["per_episode"], TASK), "fell_within_2s": falls_within_2s(r)}
             for name, r in (("hold", plain), ("hold_ramp4", ramp))}
     out = {"protocol": "bench_results/GO2_DAGGER_PTFE_START.md", "checkpoint": plain["checkpoint"],
            "seeds": [65500, 65529], "arms": arms,

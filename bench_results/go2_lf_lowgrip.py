@@ -8,7 +8,7 @@ repository root: ``PYTHONPATH=src/simdist_core:bench_results python bench_result
 import json
 from pathlib import Path
 
-from go2_dagger_ptfe_start import _early_falls
+from eval_arms import falls_within_2s
 from go2_dagger_slope import _difference, _turned
 from simdist_core.eval.stats import episode_summary
 
@@ -40,11 +40,11 @@ def read_arms(folder: Path, prefix: str, before: tuple[Path, str] = (BEFORE, "lf
         report = _load(folder / f"{prefix}{arm}.json", task, friction)
         other = _load(before[0] / f"{before[1]}{arm}.json", task, friction)
         rows[arm] = {**episode_summary(report["per_episode"], task), "checkpoint": report["checkpoint"],
-                     "turned_round": _turned(report), "fell_within_2s": _early_falls(report),
+                     "turned_round": _turned(report), "fell_within_2s": falls_within_2s(report),
                      "minus_model_before": _difference(report, other, task),
                      "model_before": {**episode_summary(other["per_episode"], task),
                                       "checkpoint": other["checkpoint"], "turned_round": _turned(other),
-                                      "fell_within_2s": _early_falls(other)}}
+                                      "fell_within_2s": falls_within_2s(other)}}
     return rows
 
 

@@ -9,7 +9,7 @@ repository root: ``PYTHONPATH=src/simdist_core:bench_results python bench_result
 import json
 from pathlib import Path
 
-from go2_dagger_ptfe_start import _early_falls
+from eval_arms import falls_within_2s
 from go2_dagger_slope import _difference, _turned
 from go2_heading_command import _load
 from simdist_core.eval.stats import episode_summary
@@ -29,10 +29,11 @@ def main() -> None:
         report = _load(DIR / f"lf_hold_{terrain}.json", terrain, True)
         reference = _load(reference_path, terrain, True)
         rows[terrain] = {**episode_summary(report["per_episode"], task), "checkpoint": report["checkpoint"],
-                         "turned_round": _turned(report), "fell_within_2s": _early_falls(report),
+                         "turned_round": _turned(report), "fell_within_2s": falls_within_2s(report),
                          "minus_slope_model": _difference(report, reference, task),
                          "slope_model": {**episode_summary(reference["per_episode"], task),
-                                         "turned_round": _turned(reference), "fell_within_2s": _early_falls(reference)}}
+                                         "turned_round": _turned(reference),
+                                         "fell_within_2s": falls_within_2s(reference)}}
     slope, ptfe = rows["slope"], rows["ptfe_slope"]
     out = {"protocol": "bench_results/GO2_SLOPE_MODEL_LOW_FRICTION.md", "seeds": [65500, 65529], "terrains": rows,
            "verdict": {
