@@ -236,9 +236,14 @@ def test_summary_errors_bias_and_correlations(tmp_path):
     assert summary["before"]["shortfall_vs_foot_slip_corr"] == pytest.approx(1.0)  # its error is the slip
     assert summary["after"]["forward_mae_m"] == pytest.approx(0.01)
     assert summary["after"]["forward_corr"] == pytest.approx(1.0)
+    assert summary["after"]["forward_fit_slope"] == pytest.approx(1.0)  # follows the motion
+    assert summary["before"]["forward_fit_slope"] == pytest.approx(0.0)  # blind to it
     assert summary["after"]["horizontal_mae_m"] == pytest.approx(0.01)
     assert summary["before"]["uphill_shortfall_mean_m"] == pytest.approx(0.125)  # heading straight up the slope
     assert summary["actual"]["truth_integral_forward_mae_m"] == 0.0
+    shrunk = {"task": "go2/ptfe_slope", "horizon_s": 0.5, "trace_episode": 0,
+              "episodes": [_episode(1, actual, [0.3] * 4, [0.175 + 0.5 * (a - 0.175) for a in actual], slip)]}
+    assert summarise(shrunk)["after"]["forward_fit_slope"] == pytest.approx(0.5)  # half-way toward the mean
     report["summary"] = summary
     plot(report, tmp_path / "s.png")
     assert (tmp_path / "s.png").stat().st_size > 0

@@ -279,6 +279,17 @@ def _corr(a: np.ndarray, b: np.ndarray) -> float | None:
     return _sig(np.corrcoef(a, b)[0, 1])
 
 
+def _fit_slope(predicted: np.ndarray, actual: np.ndarray) -> float | None:
+    """Least-squares slope of predicted on actual displacement; None if the actual is constant or under 3 windows.
+
+    1 when the prediction follows the motion window by window; below 1 when it shrinks toward the mean (a model
+    that learned the average slip but not how it depends on the stride).
+    """
+    if len(actual) < 3 or np.std(actual) < 1e-12:
+        return None
+    return _sig(np.cov(predicted, actual)[0, 1] / np.var(actual, ddof=1))
+
+
 def _column(episodes: list[dict[str, Any]], *keys: str) -> np.ndarray:
     """One series concatenated over the episodes (``keys`` index into each episode's dict)."""
     parts = []
@@ -291,7 +302,7 @@ def _column(episodes: list[dict[str, Any]], *keys: str) -> np.ndarray:
 
 
 def summarise(report: dict[str, Any]) -> dict[str, Any]:
-    """Per model over all windows: MAE (forward, lateral, 2-D), mean shortfall, correlations; the actual side too."""
+    """Per model over all windows: MAE (forward, lateral, 2-D), mean shortfall, correlations, fitted slope; actuals."""
     eps = report["episodes"]
     fwd, lat, up = (_column(eps, "actual", k) for k in ("forward", "lateral", "uphill"))
     slip = _column(eps, "actual", "foot_slip_m")
@@ -313,7 +324,8 @@ def summarise(report: dict[str, Any]) -> dict[str, Any]:
             "forward_mae_m": _sig(np.abs(short).mean()), "lateral_mae_m": _sig(np.abs(pl - lat).mean()),
             "horizontal_mae_m": _sig(np.hypot(short, pl - lat).mean()),
             "shortfall_mean_m": _sig(short.mean()), "predicted_forward_mean_m": _sig(pf.mean()),
-            "forward_corr": _corr(pf, fwd), "shortfall_vs_foot_slip_corr": _corr(short, slip),
+            "forward_corr": _corr(pf, fwd), "forward_fit_slope": _fit_slope(pf, fwd),
+            "shortfall_vs_foot_slip_corr": _corr(short, slip),
             "uphill_mae_m": _sig(np.abs(pu - up).mean()), "uphill_shortfall_mean_m": _sig((pu - up).mean()),
             "uphill_corr": _corr(pu, up),
         }  # fmt: skip
