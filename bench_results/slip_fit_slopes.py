@@ -19,13 +19,13 @@ GROUPS = {"good_strides": (0.2, np.inf), "sliding_back": (-np.inf, 0.0)}
 
 def _groups(report: dict) -> dict:
     """Mean actual and predicted forward displacement of the windows in each group."""
-    actual = _column(report["episodes"], "actual", "forward")
-    out = {}
+    series = {side: _column(report["episodes"], side, "forward") for side in ("actual", "before", "after")}
+    actual, out = series["actual"], {}
     for name, (low, high) in GROUPS.items():
         mask = (actual >= low) & (actual < high)
-        out[name] = {"windows": int(mask.sum()), "actual_mean_m": round(float(actual[mask].mean()), 4),
-                     **{f"{model}_mean_m": round(float(_column(report["episodes"], model, "forward")[mask].mean()), 4)
-                        for model in ("before", "after")}}
+        out[name] = {"windows": int(mask.sum()),
+                     **{f"{key}_mean_m": round(float(x[mask].mean()), 4) if mask.any() else None
+                        for key, x in series.items()}}  # fmt: skip
     return out
 
 
