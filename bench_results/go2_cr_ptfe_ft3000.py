@@ -7,28 +7,18 @@ Reads the three 3,000-update models' runs on the 30 episodes of ``GO2_CR_PTFE_VA
 ``PYTHONPATH=src/simdist_core:bench_results python bench_results/go2_cr_ptfe_ft3000.py``.
 """
 
-import json
 from pathlib import Path
 
-from go2_csr_ptfe_ft3000 import SEEDS, load_plain, read_longer_finetune
+from go2_csr_ptfe_ft3000 import SEEDS, write_reading
 
 
 def main() -> None:
     """The capped-recipe model on the 30 episodes of ``GO2_CR_PTFE_VALUE.md``."""
     value, new = Path("bench_results/go2_cr_ptfe_value"), Path("bench_results/go2_cr_ptfe_ft3000")
-    out = {
-        "protocol": "bench_results/GO2_CR_PTFE_LONGER_FT.md",
-        "seeds": [65500, 65529],
-        **read_longer_finetune(
-            load_plain(value / "zero_shot_value_true.json", 30),
-            [load_plain(value / f"adapted_seed{k}_value_true.json", 30) for k in SEEDS],
-            [load_plain(new / f"adapted_seed{k}_value_true.json", 30) for k in SEEDS],
-            "adaptation_go2_cr_ptfe_ft3000",
-            "adaptation_go2_cr_ptfe_plain",
-        ),
-    }
-    Path("bench_results/go2_cr_ptfe_ft3000.json").write_text(json.dumps(out, indent=1) + "\n")
-    print(json.dumps(out, indent=1))
+    write_reading("go2_cr_ptfe_ft3000", "bench_results/GO2_CR_PTFE_LONGER_FT.md", [65500, 65529],
+                  value / "zero_shot_value_true.json", [value / f"adapted_seed{k}_value_true.json" for k in SEEDS],
+                  [new / f"adapted_seed{k}_value_true.json" for k in SEEDS],
+                  ("adaptation_go2_cr_ptfe_ft3000", "adaptation_go2_cr_ptfe_plain"))  # fmt: skip
 
 
 if __name__ == "__main__":

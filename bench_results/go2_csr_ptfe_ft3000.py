@@ -108,22 +108,27 @@ def read_longer_finetune(zero: dict, ft300: list[dict], ft3000: list[dict], stem
     }
 
 
+def write_reading(name: str, protocol: str, seeds: list[int], zero: Path, ft300: list[Path], ft3000: list[Path],
+                  stems: tuple[str, str]) -> None:
+    """Check and read one protocol's runs and write ``bench_results/<name>.json``.
+
+    ``zero``, ``ft300``, ``ft3000``: the evaluation reports; ``stems``: the benchmarks of 3,000 and of 300 updates.
+    """
+    episodes = seeds[1] - seeds[0] + 1
+    out = {"protocol": protocol, "seeds": seeds,
+           **read_longer_finetune(load_plain(zero, episodes), [load_plain(p, episodes) for p in ft300],
+                                  [load_plain(p, episodes) for p in ft3000], *stems)}  # fmt: skip
+    Path(f"bench_results/{name}.json").write_text(json.dumps(out, indent=1) + "\n")
+    print(json.dumps(out, indent=1))
+
+
 def main() -> None:
     """The relabelled-with-replay model on the 60 new episodes of ``GO2_CSR_PTFE_CONFIRM.md``."""
     confirm, new = Path("bench_results/go2_csr_ptfe_confirm"), Path("bench_results/go2_csr_ptfe_ft3000")
-    out = {
-        "protocol": "bench_results/GO2_CSR_PTFE_LONGER_FT.md",
-        "seeds": [66000, 66059],
-        **read_longer_finetune(
-            load_plain(confirm / "zero_shot_plain.json", 60),
-            [load_plain(confirm / f"adapted_seed{k}_plain.json", 60) for k in SEEDS],
-            [load_plain(new / f"adapted_seed{k}_plain.json", 60) for k in SEEDS],
-            "adaptation_go2_csr_ptfe_ft3000",
-            "adaptation_go2_csr_ptfe_plain",
-        ),
-    }
-    Path("bench_results/go2_csr_ptfe_ft3000.json").write_text(json.dumps(out, indent=1) + "\n")
-    print(json.dumps(out, indent=1))
+    write_reading("go2_csr_ptfe_ft3000", "bench_results/GO2_CSR_PTFE_LONGER_FT.md", [66000, 66059],
+                  confirm / "zero_shot_plain.json", [confirm / f"adapted_seed{k}_plain.json" for k in SEEDS],
+                  [new / f"adapted_seed{k}_plain.json" for k in SEEDS],
+                  ("adaptation_go2_csr_ptfe_ft3000", "adaptation_go2_csr_ptfe_plain"))  # fmt: skip
 
 
 if __name__ == "__main__":
