@@ -76,6 +76,13 @@ def rounded_difference(a: list[list[float]], b: list[list[float]]) -> dict:
     return {"difference": round(d, 3), "ci95": [round(low, 3), round(high, 3)]}
 
 
+def ratio_of_pooled_means(diffs: list[list[float]], zero: list[float]) -> float | None:
+    """Mean of the models' episodes over zero-shot's, from their per-episode differences; None if zero-shot <= 0."""
+    zero_mean = sum(zero) / len(zero)
+    adapted_mean = zero_mean + sum(map(sum, diffs)) / (len(diffs) * len(zero))
+    return round(adapted_mean / zero_mean, 3) if zero_mean > 0 else None
+
+
 def progress_against_zero_shot(reports: dict[str, dict], task: str) -> tuple[dict, list[list[float]], list[float]]:
     """Go2 arms on the same episodes: each model's summary and paired difference to the ``"zero_shot"`` report.
 

@@ -8,7 +8,7 @@ Reads ``bench_results/go2_csr_ptfe_confirm/<name>_<planner>.json`` and writes
 import json
 from pathlib import Path
 
-from eval_arms import progress_against_zero_shot
+from eval_arms import progress_against_zero_shot, ratio_of_pooled_means
 
 TASK = "go2/ptfe_slope"
 EPISODES = 60
@@ -38,9 +38,7 @@ def _planner(planner: str) -> dict:
     reports = {name: _load(name, planner) for name in ("zero_shot", *ADAPTED)}
     rows, diffs, zero = progress_against_zero_shot(reports, TASK)
     pooled = rows["pooled_minus_zero_shot"]
-    zero_mean = sum(zero) / len(zero)
-    adapted_mean = zero_mean + sum(map(sum, diffs)) / (len(diffs) * len(zero))
-    rows["ratio_of_pooled_means"] = round(adapted_mean / zero_mean, 3) if zero_mean > 0 else None
+    rows["ratio_of_pooled_means"] = ratio_of_pooled_means(diffs, zero)
     low, high = pooled["ci95"]
     rows["verdict"] = ("the adapted dynamics walk further on new episodes" if low > 0
                        else "the adapted dynamics walk less on new episodes" if high < 0 else "not told apart")

@@ -10,7 +10,7 @@ reading of the capped-recipe model (``go2_cr_ptfe_ft3000.py``). Run from the rep
 import json
 from pathlib import Path
 
-from eval_arms import falls_within_2s, rounded_difference
+from eval_arms import falls_within_2s, minus, ratio_of_pooled_means, rounded_difference
 from simdist_core.eval.stats import episode_summary, episode_values
 
 TASK = "go2/ptfe_slope"
@@ -83,12 +83,10 @@ def read_longer_finetune(zero: dict, ft300: list[dict], ft3000: list[dict], stem
         }
         rows[f"ft300_seed{k}"] = {**episode_summary(old_report["per_episode"], TASK),
                                   "fell_within_2s": falls_within_2s(old_report)}  # fmt: skip
-        vs_zero.append([a - b for a, b in zip(values, zero_values, strict=True)])
-        vs_300.append([a - b for a, b in zip(values, old, strict=True)])
+        vs_zero.append(minus(values, zero_values))
+        vs_300.append(minus(values, old))
     pooled = _pooled(vs_zero)
-    zero_mean = sum(zero_values) / len(zero_values)
-    adapted_mean = zero_mean + sum(map(sum, vs_zero)) / (len(vs_zero) * len(zero_values))
-    ratio = round(adapted_mean / zero_mean, 3) if zero_mean > 0 else None
+    ratio = ratio_of_pooled_means(vs_zero, zero_values)
     low, high = pooled["ci95"]
     if low > 0:
         verdict = ("with one pass over the experience the adaptation wins on PTFE" if ratio is not None and ratio >= 1.5

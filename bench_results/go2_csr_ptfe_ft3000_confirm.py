@@ -8,7 +8,7 @@ Reads ``bench_results/go2_csr_ptfe_ft3000_confirm/<name>_plain.json`` and the me
 import json
 from pathlib import Path
 
-from eval_arms import progress_against_zero_shot
+from eval_arms import progress_against_zero_shot, ratio_of_pooled_means
 from go2_csr_ptfe_ft3000 import READ_AT_30, TASK, load_plain
 
 DIR = Path("bench_results/go2_csr_ptfe_ft3000_confirm")
@@ -20,9 +20,7 @@ def main() -> None:
     """Each adapted model against zero-shot on the same 60 episodes, pooled, the verdict, the benchmark beside."""
     reports = {name: load_plain(DIR / f"{name}_plain.json", 60) for name in ("zero_shot", *ADAPTED)}
     rows, diffs, zero = progress_against_zero_shot(reports, TASK)
-    zero_mean = sum(zero) / len(zero)
-    adapted_mean = zero_mean + sum(map(sum, diffs)) / (len(diffs) * len(zero))
-    ratio = round(adapted_mean / zero_mean, 3) if zero_mean > 0 else None
+    ratio = ratio_of_pooled_means(diffs, zero)
     low, high = rows["pooled_minus_zero_shot"]["ci95"]
     if low > 0:
         verdict = ("confirmed: the adaptation wins on PTFE" if ratio is not None and ratio >= 1.5
