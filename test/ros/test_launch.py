@@ -196,6 +196,46 @@ def test_pip_launcher_commands(tmp_path):
                                               str(proc.graph.params_file_path()), "--params-file", str(overrides)]
 
 
+def _declared_after_params_files(files, default):
+    """``planner_overrides`` as a planner node started with these ``--params-file`` arguments declares it."""
+    import rclpy
+
+    context = rclpy.Context()
+    args = ["--ros-args", "-r", "__node:=planner"] + [a for f in files for a in ("--params-file", str(f))]
+    rclpy.init(args=args, context=context)
+    try:
+        node = rclpy.create_node("planner", context=context)
+        value = node.declare_parameter("planner_overrides", default).value
+        node.destroy_node()
+        return value
+    finally:
+        rclpy.shutdown(context=context)
+
+
+def test_a_list_override_reaches_the_node_and_an_empty_list_is_refused(tmp_path):
+    """A one-entry list in the overrides file replaces the robot's file's list; an empty one is refused up front.
+
+    rcl drops an empty list when it parses a params file, so the node kept the robot's ``prior_weight=100`` while
+    ``simdist bench parity``'s in-process side ran without it: ``--set`` and the plan now refuse ``[]``.
+    """
+    from simdist_core.cliargs import UsageError
+    from simdist_ros.soak import node_overrides
+
+    robot_file = tmp_path / "robot.yaml"
+    robot_file.write_text(yaml.safe_dump({"planner": {"ros__parameters": {"planner_overrides": ["prior_weight=100"]}}}))
+    sets = node_overrides(['planner.planner_overrides=["prior_weight=0"]'], 1.0)
+    proc = GraphProcess(load_graph("go2"), parameters=sets)
+    overrides = write_overrides(proc.nodes, tmp_path / "o.yaml")
+    assert _declared_after_params_files([robot_file, overrides], ["unset"]) == ["prior_weight=0"]
+    empty = tmp_path / "empty.yaml"
+    empty.write_text(yaml.safe_dump({"planner": {"ros__parameters": {"planner_overrides": []}}}))
+    assert _declared_after_params_files([robot_file, empty], ["unset"]) == ["prior_weight=100"], "rcl changed"
+    with pytest.raises(UsageError, match="empty list"):
+        node_overrides(["planner.planner_overrides=[]"], 1.0)
+    with pytest.raises(GraphError, match="empty list"):
+        load_graph("go2").plan(parameters={"planner": {"planner_overrides": []}})
+
+
 @pytest.mark.parametrize("robot", ROBOTS)
 def test_planner_and_finetuner_share_the_update_folder_and_a_key_the_starter_creates(robot, tmp_path):
     """Both starters call ``create_key_files`` on the resolved nodes before any starts (issue #16)."""

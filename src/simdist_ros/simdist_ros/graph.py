@@ -80,6 +80,22 @@ class GraphError(ValueError):
     """A graph YAML or a launch argument is invalid; the message names the file, key and value."""
 
 
+def check_parameter_value(node: str, name: str, value: Any) -> None:  # noqa: ANN401  (any YAML value)
+    """Refuse a parameter value that a ROS 2 params file cannot carry over the robot's parameter file.
+
+    Why: an empty list has no element type, and rcl drops it when it parses the overrides file, so the node keeps
+    the value of the file loaded before it (``--set planner.planner_overrides=[]`` left ``prior_weight=100`` in the
+    planner while ``simdist bench parity``'s in-process side ran without it).
+
+    Raises:
+        GraphError: an empty list, with what to give instead.
+    """
+    if isinstance(value, list | tuple) and not value:
+        raise GraphError(f"{node}.{name}=[]: a ROS 2 params file cannot carry an empty list (rcl drops it and the "
+                         f"node keeps its parameter file's value); list the entries you want instead, e.g. "
+                         f"planner.planner_overrides=[\"prior_weight=0\"]")
+
+
 @dataclass(frozen=True, kw_only=True)
 class LaunchArgument:
     """One launch argument shared by the launch file and the pip starter."""
@@ -319,6 +335,9 @@ class Graph:
         if unknown:
             raise GraphError(f"parameters for nodes {unknown} that this graph does not start; nodes: {names}"
                              f"{did_you_mean(unknown[0], names)}")
+        for node, params in extra.items():
+            for name, value in params.items():
+                check_parameter_value(node, name, value)
         params_file = self.params_file_path()
         return LaunchPlan(robot=self.robot, arguments=values, processes=tuple(
             ProcessSpec(

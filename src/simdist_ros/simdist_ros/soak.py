@@ -38,6 +38,7 @@ import yaml
 from simdist_core.cliargs import ArgumentParser, UsageError, check_positive, cli_main
 
 from simdist_ros import procmem
+from simdist_ros.graph import GraphError, check_parameter_value
 from simdist_ros.procmem import MIB
 
 TOTAL_BOUND_MIB = 8 * 1024.0
@@ -217,7 +218,8 @@ def node_overrides(pairs: list[str], rtf: float) -> dict[str, dict[str, Any]]:
     """Per-node parameters ``{node: {name: value}}``: the sim's real-time factor, then ``NODE.NAME=VALUE`` pairs.
 
     Raises:
-        UsageError: (a ValueError) a pair that is not ``NODE.NAME=VALUE``.
+        UsageError: (a ValueError) a pair that is not ``NODE.NAME=VALUE``, or a value a params file cannot carry
+            (:func:`~simdist_ros.graph.check_parameter_value`).
     """
     out: dict[str, dict[str, Any]] = {"sim_robot": {"real_time_factor": rtf}}
     for pair in pairs:
@@ -225,7 +227,12 @@ def node_overrides(pairs: list[str], rtf: float) -> dict[str, dict[str, Any]]:
         node, dot, name = key.partition(".")
         if not sep or not dot or not node or not name:
             raise UsageError(f"--set {pair!r} is not NODE.NAME=VALUE (e.g. finetuner.min_new_steps=500)")
-        out.setdefault(node, {})[name] = yaml.safe_load(value)
+        parsed = yaml.safe_load(value)
+        try:
+            check_parameter_value(node, name, parsed)
+        except GraphError as exc:
+            raise UsageError(f"--set {exc}") from None
+        out.setdefault(node, {})[name] = parsed
     return out
 
 
