@@ -168,3 +168,25 @@ def test_in_process_side_gives_a_model_finetuned_here_the_adapted_tie(tmp_path, 
         parity.in_process("ur5e/peg", tmp_path / name, 1, 1.0, 1000, sets=sets)
     assert seen == ["1000", "1000", "500.0"]
     assert parity.deployed_adapted_tie("ur5e", sets).applies(13_600)
+
+
+def test_in_process_side_evaluates_the_model_frozen_as_the_nodes_load_it(tmp_path, monkeypatch):
+    """Eval mode and no parameter requiring grad, as ``model_swap.load_model`` and ``simdist eval`` give it.
+
+    Why: with grad-requiring parameters the attention kernel differs, and the in-process side no longer reproduced
+    ``simdist eval`` episode for episode.
+    """
+    import simdist_core.eval.closed_loop as closed_loop
+    from node_harness import tiny_world_model
+    from simdist_core.checkpoint import save_checkpoint
+
+    seen = []
+
+    def fake_evaluate(model, cfg, **kwargs):
+        seen.append((model.training, any(p.requires_grad for p in model.parameters())))
+        return {"per_episode": [], "sim_s": 0.0, "wall_s": 0.0, "plan_ms_p50": 0.0, "plan_ms_p99": 0.0}
+
+    monkeypatch.setattr(closed_loop, "evaluate", fake_evaluate)
+    save_checkpoint(tmp_path / "m", tiny_world_model("go2"), version=1)
+    parity.in_process("go2/flat", tmp_path / "m", 1, 1.0, 1000)
+    assert seen == [(False, False)]

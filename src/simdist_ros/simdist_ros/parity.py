@@ -121,11 +121,14 @@ def in_process(task: str, checkpoint: Path, episodes: int, seconds: float, first
     Returns the per-episode results and the planner config used.
     """
     import torch
-    from simdist_core.checkpoint import load_checkpoint
     from simdist_core.eval.closed_loop import EvalConfig, evaluate
     from simdist_core.planning.adapted_tie import finetuned_data_steps
 
-    model, manifest = load_checkpoint(checkpoint)
+    from simdist_ros.model_swap import load_model
+
+    # Frozen, as the nodes and `simdist eval` load it: with parameters that require grad, attention takes another
+    # kernel, and the last-bit differences made 49 of 60 PTFE episodes differ from `simdist eval`'s.
+    model, manifest = load_model(checkpoint, "cpu")
     preset, overrides = deployed_planner(model.spec.name, sets)
     tie = deployed_adapted_tie(model.spec.name, sets)
     if tie.applies(finetuned_data_steps(manifest)):  # as the planner node sets it for a model finetuned here
