@@ -33,10 +33,12 @@ def load(path: Path, steps: int) -> dict:
 
 
 def at_10(report: dict) -> dict:
-    """The merged report's dynamics-only readings at 10 minutes and the goal's verdict."""
-    row = next(r for r in report["summary"]["dynamics_only"]["by_minute"] if r["minutes"] == 10.0)
+    """The merged report's zero-shot, its dynamics-only readings at 10 minutes and the goal's verdict."""
+    rows = {r["minutes"]: r for r in report["summary"]["dynamics_only"]["by_minute"]}
+    row = rows[10.0]
     ratio, (low, _) = row["metric_ratio_vs_zero_shot"], row["metric_ratio_vs_zero_shot_ci95"]
-    return {**{key: row[key] for key in READ_AT_10},
+    return {"zero_shot_metric": rows[0.0]["metric"], "zero_shot_metric_ci95": rows[0.0]["metric_ci95"],
+            **{key: row[key] for key in READ_AT_10},
             "foam_stays_at_least_1_5x": "holds" if ratio >= 1.5 and low > 1 else "does not hold"}
 
 
