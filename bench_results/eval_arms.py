@@ -83,6 +83,18 @@ def ratio_of_pooled_means(diffs: list[list[float]], zero: list[float]) -> float 
     return round(adapted_mean / zero_mean, 3) if zero_mean > 0 else None
 
 
+def gain_verdict(pooled: dict, ratio: float | None, wins: str, short: str, less: str, neither: str) -> str:
+    """A PTFE protocol's verdict on a pooled difference to zero-shot, in that protocol's words.
+
+    ``wins`` if its interval lies above 0 and the ratio of pooled means is >= 1.5, ``short`` if above 0 with a lower
+    ratio, ``less`` if below 0, else ``neither``.
+    """
+    low, high = pooled["ci95"]
+    if low > 0:
+        return wins if ratio is not None and ratio >= 1.5 else short
+    return less if high < 0 else neither
+
+
 def progress_against_zero_shot(reports: dict[str, dict], task: str) -> tuple[dict, list[list[float]], list[float]]:
     """Go2 arms on the same episodes: each model's summary and paired difference to the ``"zero_shot"`` report.
 

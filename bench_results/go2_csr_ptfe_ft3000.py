@@ -10,7 +10,7 @@ reading of the capped-recipe model (``go2_cr_ptfe_ft3000.py``). Run from the rep
 import json
 from pathlib import Path
 
-from eval_arms import falls_within_2s, minus, ratio_of_pooled_means, rounded_difference
+from eval_arms import falls_within_2s, gain_verdict, minus, ratio_of_pooled_means, rounded_difference
 from simdist_core.eval.stats import episode_summary, episode_values
 
 TASK = "go2/ptfe_slope"
@@ -87,12 +87,8 @@ def read_longer_finetune(zero: dict, ft300: list[dict], ft3000: list[dict], stem
         vs_300.append(minus(values, old))
     pooled = _pooled(vs_zero)
     ratio = ratio_of_pooled_means(vs_zero, zero_values)
-    low, high = pooled["ci95"]
-    if low > 0:
-        verdict = ("with one pass over the experience the adaptation wins on PTFE" if ratio is not None and ratio >= 1.5
-                   else "walks further, short of 1.5x")  # fmt: skip
-    else:
-        verdict = "walks less" if high < 0 else "not told apart"
+    verdict = gain_verdict(pooled, ratio, "with one pass over the experience the adaptation wins on PTFE",
+                           "walks further, short of 1.5x", "walks less", "not told apart")
     more = _pooled(vs_300)
     return {
         "zero_shot": {**episode_summary(zero["per_episode"], TASK), "fell_within_2s": falls_within_2s(zero)},

@@ -8,7 +8,7 @@ Reads ``bench_results/go2_csr_ptfe_ft3000_confirm/<name>_plain.json`` and the me
 import json
 from pathlib import Path
 
-from eval_arms import progress_against_zero_shot, ratio_of_pooled_means
+from eval_arms import gain_verdict, progress_against_zero_shot, ratio_of_pooled_means
 from go2_csr_ptfe_ft3000 import READ_AT_30, TASK, load_plain
 
 DIR = Path("bench_results/go2_csr_ptfe_ft3000_confirm")
@@ -21,12 +21,8 @@ def main() -> None:
     reports = {name: load_plain(DIR / f"{name}_plain.json", 60) for name in ("zero_shot", *ADAPTED)}
     rows, diffs, zero = progress_against_zero_shot(reports, TASK)
     ratio = ratio_of_pooled_means(diffs, zero)
-    low, high = rows["pooled_minus_zero_shot"]["ci95"]
-    if low > 0:
-        verdict = ("confirmed: the adaptation wins on PTFE" if ratio is not None and ratio >= 1.5
-                   else "confirmed that it walks further, short of 1.5x")  # fmt: skip
-    else:
-        verdict = "walks less" if high < 0 else "not confirmed"
+    verdict = gain_verdict(rows["pooled_minus_zero_shot"], ratio, "confirmed: the adaptation wins on PTFE",
+                           "confirmed that it walks further, short of 1.5x", "walks less", "not confirmed")
     bench = json.loads(BENCH.read_text())
     if bench["config"]["finetune"]["steps"] != 3000 or sorted(bench["seeds"]) != [3, 4, 5]:
         raise SystemExit(f"{BENCH}: not the protocol's benchmark")

@@ -10,7 +10,7 @@ same models on the same seeds (``bench_results/go2_csr_ptfe_ft3000_confirm/<name
 import json
 from pathlib import Path
 
-from eval_arms import minus, progress_against_zero_shot, ratio_of_pooled_means, rounded_difference
+from eval_arms import gain_verdict, minus, progress_against_zero_shot, ratio_of_pooled_means, rounded_difference
 from go2_csr_ptfe_ft3000 import TASK, load_plain
 from simdist_core.eval.stats import episode_values
 
@@ -39,15 +39,6 @@ def load_parity(name: str, folder: Path = DIR, lockstep: bool = False) -> dict:
     return row
 
 
-def verdict(pooled: dict, ratio: float | None) -> str:
-    """The protocol's verdict from the graph's pooled difference and ratio of pooled means."""
-    low, high = pooled["ci95"]
-    if low > 0:
-        return ("the PTFE adaptation holds through the graph" if ratio is not None and ratio >= 1.5
-                else "walks further through the graph, short of 1.5x")  # fmt: skip
-    return "walks less through the graph" if high < 0 else "not shown through the graph"
-
-
 def main() -> None:
     """Each side's adaptation (adapted minus zero-shot, pooled), the gain's change between sides, the checks."""
     rows = {name: load_parity(name) for name in MODELS}
@@ -58,7 +49,10 @@ def main() -> None:
             {name: {"per_episode": row[side]["per_episode"]} for name, row in rows.items()}, TASK)
         ratio = ratio_of_pooled_means(diffs[side], zero)
         out[side] = {**readings, "ratio_of_pooled_means": ratio}
-    out["verdict"] = verdict(out["graph"]["pooled_minus_zero_shot"], out["graph"]["ratio_of_pooled_means"])
+    out["verdict"] = gain_verdict(out["graph"]["pooled_minus_zero_shot"], out["graph"]["ratio_of_pooled_means"],
+                                  "the PTFE adaptation holds through the graph",
+                                  "walks further through the graph, short of 1.5x", "walks less through the graph",
+                                  "not shown through the graph")
     out["graph_gain_minus_in_process_gain"] = rounded_difference(diffs["graph"], diffs["in_process"])
     out["per_model"] = {}
     for name, row in rows.items():

@@ -9,7 +9,7 @@ benchmark report, and writes ``bench_results/go2_csr_ptfe_live.json``. Run from 
 import json
 from pathlib import Path
 
-from eval_arms import minus, progress_against_zero_shot, ratio_of_pooled_means, rounded_difference
+from eval_arms import gain_verdict, minus, progress_against_zero_shot, ratio_of_pooled_means, rounded_difference
 from go2_csr_ptfe_ft3000 import READ_AT_30, TASK, load_plain
 from simdist_core.eval.stats import episode_values
 
@@ -17,15 +17,6 @@ DIR = Path("bench_results/go2_csr_ptfe_live")
 CONFIRM = Path("bench_results/go2_csr_ptfe_ft3000_confirm")
 SEEDS = (3, 4, 5)
 BENCH = Path("bench_results/adaptation_go2_csr_ptfe_live.json")
-
-
-def verdict(pooled: dict, ratio: float | None) -> str:
-    """The protocol's verdict from the pooled difference to zero-shot and the ratio of pooled means."""
-    low, high = pooled["ci95"]
-    if low > 0:
-        wins = ratio is not None and ratio >= 1.5
-        return "the live schedule wins on PTFE" if wins else "walks further, short of 1.5x"
-    return "walks less" if high < 0 else "not shown"
 
 
 def benchmark() -> dict:
@@ -52,8 +43,10 @@ def main() -> None:
     live = [episode_values(reports[f"live_seed{k}"]["per_episode"], TASK) for k in SEEDS]
     ft3000 = [episode_values(load_plain(CONFIRM / f"adapted_seed{k}_plain.json", 60)["per_episode"], TASK)
               for k in SEEDS]  # fmt: skip
+    verdict = gain_verdict(rows["pooled_minus_zero_shot"], ratio, "the live schedule wins on PTFE",
+                           "walks further, short of 1.5x", "walks less", "not shown")
     out = {"protocol": "bench_results/GO2_CSR_PTFE_LIVE_SCHEDULE.md", "seeds": [67000, 67059], **rows,
-           "ratio_of_pooled_means": ratio, "verdict": verdict(rows["pooled_minus_zero_shot"], ratio),
+           "ratio_of_pooled_means": ratio, "verdict": verdict,
            "live_minus_3000_updates": rounded_difference([minus(a, b) for a, b in zip(live, ft3000, strict=True)],
                                                          [[0.0] * 60] * len(SEEDS)),
            "benchmark": benchmark()}  # fmt: skip
