@@ -91,7 +91,7 @@ class _SimProcess:
                 self.conn.send({**self.counts, "crc_flags": np.array([r[0] for r in rows], dtype=bool),
                                 "cmds": np.array([r[1] for r in rows]).reshape(-1, 12, 6),
                                 "q_mj": self.data.qpos[self.qadr].copy(), "base_height_m": float(self.data.qpos[2]),
-                                "base_quat_wxyz": self.data.qpos[3:7].copy()})
+                                "base_quat_wxyz": self.data.qpos[3:7].copy(), "sim_time_s": float(self.data.time)})
                 continue
             if request == "remote":
                 self.remote = bytes(arg)

@@ -73,6 +73,24 @@ def graph(request):
         sim.stop()
 
 
+def _wait_until_standing_still(sim, window_s=0.3, tolerance_m=0.003):
+    """Wait until the simulated base has risen and its height has stayed within ``tolerance_m`` for ``window_s``
+    of *simulated* time. Why simulated: on a loaded machine the simulation runs slower than real time, and a window
+    of wall-clock polls may then span so little physics that a base still rising reads as still (a fusion test once
+    counted that stand-up's foot motion as slips)."""
+    samples = []  # (sim time, base height)
+
+    def settled():
+        stats = sim.stats()
+        samples.append((stats["sim_time_s"], stats["base_height_m"]))
+        t_now, h_now = samples[-1]
+        window = [h for t, h in samples if t >= t_now - window_s]
+        spans_window = samples[0][0] <= t_now - window_s
+        return spans_window and h_now > 0.15 and max(window) - min(window) < tolerance_m
+
+    assert _wait(settled), f"the simulated Go2 did not stand still: (sim time, height) {samples[-5:]}"
+
+
 def _call(peer, name):
     client = peer.create_client(Trigger, name)
     assert client.wait_for_service(timeout_sec=10.0)
@@ -104,13 +122,7 @@ def test_driver_node_topics_services_and_estop(graph):
     def odom_height():
         return msgs.odom_to_arrays(received["odom"][-1])[0][2] if received["odom"] else 0.0
 
-    heights = []
-
-    def settled():  # the simulated base has risen and stopped moving (the sim may run slower than real time)
-        heights.append(sim.stats()["base_height_m"])
-        return len(heights) > 20 and heights[-1] > 0.15 and abs(heights[-1] - heights[-21]) < 0.003
-
-    assert _wait(settled), f"the simulated Go2 did not stand still: heights {heights[-5:]}"
+    _wait_until_standing_still(sim)
     _, qx, qy, _ = sim.stats()["base_quat_wxyz"]
     up_z = 1.0 - 2.0 * (qx * qx + qy * qy)  # z of the body's up axis in the world: 1 when level
     assert up_z > 0.8, f"the simulated Go2 fell while standing up (up axis z = {up_z:.2f})"
@@ -199,13 +211,7 @@ def test_driver_node_estimates_the_standing_base_at_rest_with_either_estimator(g
     # Standing, not standing up: on a loaded machine the damped robot's slow sag can read as "still" for 21 polls
     # before the stand-up sequence moves it, and the window below would then count the stand-up's foot motion.
     assert _wait(lambda: driver.controller.last_sent.mode is Mode.STAND)
-    heights = []
-
-    def settled():
-        heights.append(sim.stats()["base_height_m"])
-        return len(heights) > 20 and heights[-1] > 0.15 and abs(heights[-1] - heights[-21]) < 0.003
-
-    assert _wait(settled), f"the simulated Go2 did not stand still: heights {heights[-5:]}"
+    _wait_until_standing_still(sim)
     n = len(received)
     assert _wait(lambda: len(received) >= n + 25)
     _, _, lin_vel, _ = msgs.odom_to_arrays(received[-1])
