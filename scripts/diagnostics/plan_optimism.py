@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 r"""Does the planner pick the plans its model is most wrong about? Plans executed open loop in a copy of the sim.
 
-The planner drives the task with one model (episode seeds 60,000+, the ``cpu`` preset). At every ``--stride``-th
-step, from the state the planner just planned from, a set of H-step action sequences is scored twice:
+The planner drives the task with one model (episode seeds from ``--seed``, 60,000 by default; the ``cpu`` preset).
+At every ``--stride``-th step, from the state the planner just planned from, a set of H-step action sequences is
+scored twice:
 
 * by the model, as the planner scores them: the discounted sum of the reward head along the predicted latents,
   and (Go2) the velocity-tracking term exp(-|v_xy - cmd_xy|^2 / sigma^2) with v read by the probe head off the
@@ -285,6 +286,10 @@ def main() -> None:
     p.add_argument("--handover-s", type=float, help="with --drive expert: the planner takes over after this long")
     p.add_argument("--command-ramp-s", type=float, default=0.0,
                    help="ramp the velocity command from 0 to the episode's over this long (0: the command at once)")
+    p.add_argument("--heading-hold", action="store_true",
+                   help="the planner's command holds the starting heading (as `simdist eval --heading-hold`); the "
+                        "sync check then also reads the yaw rate it adds to the observed command")
+    p.add_argument("--seed", type=int, default=60_000, help="episode i resets with seed + i")
     p.add_argument("--json", type=Path, required=True)
     args = p.parse_args()
     if args.handover_s is not None and args.drive != "expert":
@@ -305,8 +310,9 @@ def main() -> None:
                                   ramp_steps=int(round(args.command_ramp_s * env.spec.control_hz)))
         ends = []  # each episode's final metrics
         for episode in range(args.episodes):
-            stats = run_episode(env, checker, seed=60_000 + episode, max_steps=int(args.seconds * env.spec.control_hz),
-                                on_step=checker.on_step)  # fmt: skip
+            stats = run_episode(env, checker, seed=args.seed + episode,
+                                max_steps=int(args.seconds * env.spec.control_hz), on_step=checker.on_step,
+                                heading_hold=args.heading_hold)  # fmt: skip
             ends.append(dict(stats.metrics))
         first = [r for r in checker.rows if r["t"] < env.spec.control_hz]
         summary = (summarise(checker.rows) if checker.rows else {"states": 0}) | {
