@@ -1,5 +1,6 @@
 """Adaptation benchmark on a tiny budget: real shifted task, real planner, real finetuning; checks the report."""
 
+import copy
 import json
 
 import pytest
@@ -317,8 +318,12 @@ def test_final_checkpoint_is_the_in_memory_model_and_measures_the_same(tmp_path)
                            episode_s=1.0, heldout_windows=32,
                            finetune=FinetuneConfig(steps=5, batch_size=16, holdout_fraction=0.3))
     overrides = dict(p.split("=") for p in SMALL_PLANNER)
-    bench = Benchmark(tiny_model("go2"), cfg, tmp_path / "work", planner_overrides=overrides)
+    pretrained = tiny_model("go2")
+    as_loaded = copy.deepcopy(pretrained).eval().requires_grad_(False)  # as `simdist eval` and the nodes load it
+    bench = Benchmark(pretrained, cfg, tmp_path / "work", planner_overrides=overrides)
     report = bench.run(("dynamics_only",))
+    # The zero-shot point is the pretrained checkpoint as `simdist eval` runs it, to the last bit.
+    assert bench.measure(as_loaded)["forward_progress_m"] == report["results"]["dynamics_only"]["metric"][0]
     loaded, manifest = load_checkpoint(report["final_checkpoints"]["dynamics_only"])
     in_memory = bench.final_models["dynamics_only"]
     for key, value in in_memory.state_dict().items():

@@ -214,7 +214,10 @@ class Benchmark:
         """Simulation data replayed into the world-model methods' finetuning batches (``finetune.replay_fraction``)."""
         if cfg.finetune.replay_fraction and self.replay is None:
             raise ValueError(f"finetune.replay_fraction={cfg.finetune.replay_fraction} needs replay_data")
-        self.pretrained, self.cfg, self.workdir = pretrained.eval(), cfg, workdir
+        # Frozen as `simdist eval` and the planner node load a checkpoint: with parameters that require grad, torch
+        # takes another float path and the zero-shot point would differ from theirs in the last bits (on PTFE,
+        # where an episode turns on a slippery start, that is another episode). Finetuning unfreezes its copy.
+        self.pretrained, self.cfg, self.workdir = pretrained.eval().requires_grad_(False), cfg, workdir
         self.env_overrides, self.planner_overrides = dict(env_overrides or {}), dict(planner_overrides or {})
         self.env = make_env(cfg.task, self.env_overrides)
         self.control_hz = self.env.spec.control_hz
@@ -426,7 +429,7 @@ class Benchmark:
             elif method in METHODS:
                 results[method] = self.run_method(method, zero)
         for label, other in (compare or {}).items():
-            other_zero = self.measure(other.eval())
+            other_zero = self.measure(other.eval().requires_grad_(False))
             results[f"zero_shot@{label}"] = {"minutes": [0.0],
                                              **{k: [v] for k, v in point_fields(other_zero, metric).items()}}
             for method in (m for m in methods if m in METHODS):
