@@ -22,8 +22,10 @@ SETS = ["encoder.heading_hold=true", 'planner.planner_overrides=["prior_weight=0
 SEEDS = list(range(67000, 67060))
 
 
-def load_parity(name: str, folder: Path = DIR, lockstep: bool = False) -> dict:
+def load_parity(name: str, folder: Path = DIR, lockstep: bool = False, checkpoint: str | None = None) -> dict:
     """One model's parity report (the protocol's task, model, seeds, settings), its task row.
+
+    ``checkpoint``: the model the report must have run (default ``MODELS[name]``).
 
     Raises:
         SystemExit: the report is not the protocol's run.
@@ -31,7 +33,7 @@ def load_parity(name: str, folder: Path = DIR, lockstep: bool = False) -> dict:
     path = folder / f"{name}.json"
     report = json.loads(path.read_text())
     row = report["tasks"][0]
-    if (report["checkpoint"] != MODELS[name] or report["episodes"] != 60 or report["seed"] != 66999
+    if (report["checkpoint"] != (checkpoint or MODELS[name]) or report["episodes"] != 60 or report["seed"] != 66999
             or report["lockstep"] != lockstep or report["rtf"] != 1.0 or report["set"] != SETS or row["task"] != TASK
             or row["graph"]["diagnostics_end"]["planner"]["prior_weight"] != "0"
             or any([e["seed"] for e in row[side]["per_episode"]] != SEEDS for side in ("in_process", "graph"))):

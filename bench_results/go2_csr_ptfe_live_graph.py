@@ -20,17 +20,6 @@ LIVE = {"zero_shot": MODELS["zero_shot"],
         **{f"live_seed{k}": f"bench_results/go2_csr_ptfe_live_adapted_seed{k}" for k in SEEDS}}
 
 
-def load_live(name: str) -> dict:
-    """One of this protocol's parity reports, checked as the earlier protocol checks its own (same settings)."""
-    saved = dict(MODELS)
-    MODELS[name] = LIVE[name]  # load_parity checks the checkpoint against MODELS
-    try:
-        return load_parity(name, DIR)
-    finally:
-        MODELS.clear()
-        MODELS.update(saved)
-
-
 def graph_values(row: dict) -> list[float]:
     """The graph side's per-episode progress."""
     return episode_values(row["graph"]["per_episode"], TASK)
@@ -38,7 +27,7 @@ def graph_values(row: dict) -> list[float]:
 
 def main() -> None:
     """The protocol's readings, printed and written."""
-    live = {name: load_live(name) for name in LIVE}
+    live = {name: load_parity(name, DIR, checkpoint=path) for name, path in LIVE.items()}  # the earlier settings
     earlier = {name: load_parity(name) for name in MODELS}
     out: dict = {"protocol": "bench_results/GO2_CSR_PTFE_LIVE_GRAPH.md", "seeds": [67000, 67059]}
     for side in ("graph", "in_process"):
