@@ -65,9 +65,14 @@ def minus(a: list[float], b: list[float]) -> list[float]:
     return [x - y for x, y in zip(a, b, strict=True)]
 
 
+def early_falls(per_episode: list[dict], start_s: float = 2.0) -> list[float]:
+    """Per Go2 episode, 1.0 if it fell within ``start_s`` of the standing start (it failed to start), else 0.0."""
+    return [float(bool(e["fell"]) and e["duration_s"] <= start_s) for e in per_episode]
+
+
 def falls_within_2s(report: dict) -> int:
     """Episodes of a Go2 report that fell within 2 s of the standing start."""
-    return sum(bool(e["fell"]) and e["duration_s"] <= 2.0 for e in report["per_episode"])
+    return int(sum(early_falls(report["per_episode"])))
 
 
 def rounded_difference(a: list[list[float]], b: list[list[float]]) -> dict:

@@ -9,10 +9,9 @@ a ramp on the same episodes (``bench_results/go2_csr_ptfe_ft3000_confirm/<name>_
 import json
 from pathlib import Path
 
-from eval_arms import gain_verdict, progress_against_zero_shot, ratio_of_pooled_means, rounded_difference
+from eval_arms import early_falls, gain_verdict, progress_against_zero_shot, ratio_of_pooled_means, rounded_difference
 from go2_csr_ptfe_ft3000 import TASK, load_plain
 from go2_csr_ptfe_graph import CONFIRM, MODELS
-from go2_csr_ptfe_start import early_falls
 from simdist_core.eval.stats import episode_values
 
 DIR = Path("bench_results/go2_csr_ptfe_ramp")

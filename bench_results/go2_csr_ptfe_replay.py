@@ -10,10 +10,9 @@ and the 3,000-update models' runs without replay on the same episodes
 import json
 from pathlib import Path
 
-from eval_arms import gain_verdict, progress_against_zero_shot, ratio_of_pooled_means, rounded_difference
+from eval_arms import early_falls, gain_verdict, progress_against_zero_shot, ratio_of_pooled_means, rounded_difference
 from go2_csr_ptfe_ft3000 import READ_AT_30, TASK, load_plain
 from go2_csr_ptfe_graph import CONFIRM
-from go2_csr_ptfe_start import early_falls
 from simdist_core.eval.stats import episode_values
 
 DIR = Path("bench_results/go2_csr_ptfe_replay")

@@ -20,7 +20,7 @@ paired progress difference on the episodes where both models were still up at 2 
 import json
 from pathlib import Path
 
-from eval_arms import rounded_difference
+from eval_arms import early_falls, rounded_difference
 from go2_csr_ptfe_ft3000 import TASK, load_plain
 from go2_csr_ptfe_graph import CONFIRM, MODELS, load_parity
 from go2_csr_ptfe_graph_samples import LOCKSTEP, load_18
@@ -31,23 +31,18 @@ START_S = 2.0
 ADAPTED = [name for name in MODELS if name != "zero_shot"]
 
 
-def early_falls(per_episode: list[dict]) -> list[float]:
-    """1.0 for each episode that fell within ``START_S`` of the start, else 0.0."""
-    return [float(bool(e["fell"]) and e["duration_s"] <= START_S) for e in per_episode]
-
-
 def split(episodes: dict[str, list[dict]]) -> dict:
     """One measurement path: the start (falls within 2 s) and the gait (progress of episodes up at 2 s)."""
-    zero_falls = early_falls(episodes["zero_shot"])
+    zero_falls = early_falls(episodes["zero_shot"], START_S)
     zero_progress = episode_values(episodes["zero_shot"], TASK)
     both_up_adapted, both_up_zero = [], []
     for name in ADAPTED:
-        falls = early_falls(episodes[name])
+        falls = early_falls(episodes[name], START_S)
         progress = episode_values(episodes[name], TASK)
         up = [i for i in range(len(falls)) if not falls[i] and not zero_falls[i]]
         both_up_adapted.append([progress[i] for i in up])
         both_up_zero.append([zero_progress[i] for i in up])
-    adapted_falls = [early_falls(episodes[name]) for name in ADAPTED]
+    adapted_falls = [early_falls(episodes[name], START_S) for name in ADAPTED]
     return {
         "fell_within_2s": {"zero_shot": int(sum(zero_falls)),
                            **{name: int(sum(f)) for name, f in zip(ADAPTED, adapted_falls, strict=True)}},
