@@ -20,6 +20,12 @@ READ_AT_30 = ("metric", "metric_ci95", "metric_ratio_vs_zero_shot", "metric_rati
               "latent_error_ratio_zero_shot_over_method")  # fmt: skip
 
 
+def dynamics_only_at(bench: dict, minutes: tuple[float, ...] = (10.0, 30.0)) -> dict:
+    """A merged benchmark's dynamics-only readings (``READ_AT_30`` keys) at each of ``minutes``."""
+    rows = {r["minutes"]: r for r in bench["summary"]["dynamics_only"]["by_minute"]}
+    return {f"at_{int(m)}_min": {key: rows[m][key] for key in READ_AT_30} for m in minutes}
+
+
 def load_plain(path: Path, episodes: int) -> dict:
     """One ``simdist eval --json`` report of the plain planner (cpu preset, tie 0, terminal value on), checked."""
     report = json.loads(path.read_text())

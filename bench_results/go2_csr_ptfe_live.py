@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from eval_arms import gain_verdict, minus, progress_against_zero_shot, ratio_of_pooled_means, rounded_difference
-from go2_csr_ptfe_ft3000 import READ_AT_30, TASK, load_plain
+from go2_csr_ptfe_ft3000 import TASK, dynamics_only_at, load_plain
 from simdist_core.eval.stats import episode_values
 
 DIR = Path("bench_results/go2_csr_ptfe_live")
@@ -26,8 +26,7 @@ def benchmark() -> dict:
     if (config["finetune"]["steps"] != 200 or config["finetune"]["optim"]["warmup_steps"] != 50
             or config["exploration_std"] != 0.0 or len(config["minutes"]) != 61 or sorted(bench["seeds"]) != [3, 4, 5]):
         raise SystemExit(f"{BENCH}: not the protocol's benchmark")
-    rows = {r["minutes"]: r for r in bench["summary"]["dynamics_only"]["by_minute"]}
-    out = {f"at_{int(m)}_min": {key: rows[m][key] for key in READ_AT_30} for m in (10.0, 30.0)}
+    out = dynamics_only_at(bench)
     results = bench["results"]["dynamics_only"]
     out["rounds_per_seed"] = results["rounds_per_seed"]
     out["accepted_rounds_per_seed"] = results["accepted_rounds_per_seed"]

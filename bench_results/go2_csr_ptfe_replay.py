@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from eval_arms import early_falls, gain_verdict, progress_against_zero_shot, ratio_of_pooled_means, rounded_difference
-from go2_csr_ptfe_ft3000 import READ_AT_30, TASK, load_plain
+from go2_csr_ptfe_ft3000 import TASK, dynamics_only_at, load_plain
 from go2_csr_ptfe_graph import CONFIRM
 from simdist_core.eval.stats import episode_values
 
@@ -26,8 +26,7 @@ def benchmark() -> dict:
     finetune = bench["config"]["finetune"]
     if finetune["steps"] != 3000 or finetune["replay_fraction"] != 0.5 or sorted(bench["seeds"]) != list(SEEDS):
         raise SystemExit(f"{BENCH}: not the protocol's benchmark")
-    rows = {r["minutes"]: r for r in bench["summary"]["dynamics_only"]["by_minute"]}
-    return {f"at_{int(m)}_min": {key: rows[m][key] for key in READ_AT_30} for m in (10.0, 30.0)}
+    return dynamics_only_at(bench)
 
 
 def main() -> None:
