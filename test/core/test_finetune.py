@@ -282,3 +282,63 @@ def test_cli_reports_missing_data_clearly(shifted, tmp_path, capsys):
     err = capsys.readouterr().err
     assert rc == 2 and "--data" in err and "nothing' does not exist" in err
     assert not (tmp_path / "c").exists()
+
+
+def _action_effect_drift(reference, model, batches):
+    """Mean change of the action effect (the unweighted anchor term) on ``batches``, fixed perturbations."""
+    from simdist_core.training.anchor import ActionEffectAnchor
+
+    probe = ActionEffectAnchor(reference, weight=1.0, noise_std=0.5, seed=99)
+    with torch.no_grad():
+        return float(np.mean([probe(model, batch)[1]["anchor"] for batch in batches]))
+
+
+def test_anchor_is_zero_for_the_reference_itself_and_grows_when_actions_act_differently(shifted):
+    from simdist_core.training.anchor import ActionEffectAnchor
+
+    model, train, _ = shifted
+    batch = WindowSampler(train, model.spec, batch_size=16, seed=0).sample()
+    anchor = ActionEffectAnchor(model, weight=2.0, noise_std=0.5, seed=1)
+    same = copy.deepcopy(model)
+    for p in same.dynamics.parameters():
+        p.requires_grad_(True)
+    term, logs = anchor(same, batch)
+    assert float(term.detach()) == 0.0 and logs["anchor"] == 0.0
+    term.backward()
+    assert all(p.grad is None or not p.grad.any() for p in same.dynamics.parameters())
+    bent = copy.deepcopy(model)
+    with torch.no_grad():  # the same dynamics, but actions now move the predictions twice as hard
+        bent.dynamics.action_embed.weight.mul_(2.0)
+    term, logs = anchor(bent, batch)
+    assert logs["anchor"] > 0 and float(term.detach()) == pytest.approx(2.0 * logs["anchor"])
+    perturbed = anchor.perturb(batch["actions"])
+    assert perturbed.abs().max() <= 1.0 and not torch.equal(perturbed, batch["actions"])
+
+
+def test_anchor_keeps_the_simulation_action_effect_while_the_dynamics_learn_the_new_floor(shifted):
+    model, train, held = shifted
+    plain, _ = finetune_dynamics(model, train, _config(steps=150))
+    anchored, report = finetune_dynamics(model, train, _config(steps=150, anchor_weight=10.0))
+    assert "anchor" in report.history[-1] and report.history[-1]["loss"] > report.history[-1]["consistency"]
+    changed = {k.split(".")[0] for k, v in model.state_dict().items() if not torch.equal(v, anchored.state_dict()[k])}
+    assert changed == {"dynamics"}, changed
+    holdout = _holdout(held, model.spec)  # episodes never trained on
+    drift = {name: _action_effect_drift(model, m, holdout) for name, m in (("plain", plain), ("anchored", anchored))}
+    assert drift["anchored"] < 0.2 * drift["plain"], drift
+    err = {name: evaluate_loss(m, holdout, finetune_loss_weights())["consistency"]
+           for name, m in (("before", model), ("anchored", anchored))}
+    assert err["anchored"] < err["before"], err  # and it still learns the new floor
+    # A later round starts from a finetune; anchored to the pretrained model, it pulls the action effect back.
+    later, _ = finetune_dynamics(plain, train, _config(steps=150, anchor_weight=10.0), anchor_to=model)
+    assert _action_effect_drift(model, later, holdout) < 0.5 * drift["plain"], drift
+
+
+def test_anchor_needs_a_frozen_encoder_and_sane_settings():
+    for parts in (("all",), ("dynamics", "encoder")):
+        with pytest.raises(ValueError, match="frozen encoder"):
+            _config(anchor_weight=1.0, parts=parts)
+    for bad in ({"anchor_weight": -1.0}, {"anchor_weight": float("nan")}, {"anchor_noise_std": 0.0},
+                {"anchor_noise_std": float("inf")}):
+        with pytest.raises(ValueError, match="anchor_"):
+            _config(**bad)
+    assert _config(parts=("all",)).anchor_weight == 0.0  # off by default: the method as published

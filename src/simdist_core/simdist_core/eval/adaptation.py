@@ -294,7 +294,7 @@ class Benchmark:
             episodes += self._collect(model, shard, steps, episode_seed(1 + k, cfg.seed), episodes,
                                       record_reward=ft_cfg.reward_weight > 0)  # fmt: skip
             t1 = time.perf_counter()
-            new, report = finetune_dynamics(model, Dataset(shard.parent), ft_cfg, replay=self.replay)
+            new, report = finetune_dynamics(model, Dataset(shard.parent), ft_cfg, replay=self.replay, anchor_to=start)
             if report.gate.passed:
                 model = new
                 accepted = {"minutes": minutes, "rounds": accepted["rounds"] + 1}

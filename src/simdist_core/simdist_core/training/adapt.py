@@ -21,6 +21,7 @@ import torch
 
 from simdist_core.data.dataset import Dataset
 from simdist_core.data.sampler import WindowSampler, concat_batches
+from simdist_core.training.anchor import ActionEffectAnchor
 from simdist_core.training.common import OptimConfig
 from simdist_core.training.trainer import Batch, DynamicsFinetuner, evaluate_loss, finetune_loss_weights
 
@@ -81,8 +82,20 @@ class FinetuneConfig:
     on the states its own planner visits, each labelled with the privileged expert's action
     (``simdist_core.data.dagger``). ``parts`` must then include ``policy`` (or be ``all``), and the validation
     gate scores latent consistency plus the weighted imitation term."""
+    anchor_weight: float = 0.0
+    """Weight of the action-effect anchor (``simdist_core.training.anchor``) beside latent consistency; 0
+    (default) is the method as published. Above 0 it penalises how far the finetuned dynamics' *difference*
+    between the recorded actions and perturbed ones (drawn like the planner's Gaussian candidates) moves from
+    the pretrained dynamics' difference, while the prediction for the recorded actions is free to move. Why:
+    the robot's experience holds the actions its planner chose, so nothing in it constrains how the other
+    candidates turn out, and on the Go2 PTFE slope dynamics finetuned without it no longer told the chosen
+    plan from its perturbations after a standing start. Needs a frozen encoder (the two action effects are
+    compared in one latent space); the validation gate still scores latent consistency alone."""
+    anchor_noise_std: float = 0.5
+    """Std of the anchor's action perturbation in [-1, 1] action units: the deployed CPU planner's Gaussian
+    sampling std (``planner.max_std`` of the ``cpu`` preset)."""
     seed: int = 0
-    """Seed of window sampling."""
+    """Seed of window sampling (and of the anchor's perturbations)."""
 
     def __post_init__(self) -> None:
         if self.steps < 1 or self.batch_size < 1:
@@ -113,6 +126,13 @@ class FinetuneConfig:
             raise ValueError(f"bc_weight must be finite and >= 0, got {self.bc_weight=}")
         if self.bc_weight and not (self.parts == ("all",) or "policy" in self.parts):
             raise ValueError(f"bc_weight={self.bc_weight} trains the policy prior: add 'policy' to {self.parts=}")
+        if not (math.isfinite(self.anchor_weight) and self.anchor_weight >= 0.0):
+            raise ValueError(f"anchor_weight must be finite and >= 0, got {self.anchor_weight=}")
+        if not (math.isfinite(self.anchor_noise_std) and self.anchor_noise_std > 0.0):
+            raise ValueError(f"anchor_noise_std must be finite and > 0, got {self.anchor_noise_std=}")
+        if self.anchor_weight and (self.parts == ("all",) or "encoder" in self.parts):
+            raise ValueError(f"anchor_weight={self.anchor_weight} compares action effects in the pretrained "
+                             f"encoder's latent space: it needs a frozen encoder, {self.parts=} trains it")  # fmt: skip
 
     @property
     def loss_weights(self) -> Any:  # noqa: ANN401
@@ -378,6 +398,7 @@ def finetune_dynamics(
     progress: bool = False,
     after_update: Callable[[], None] | None = None,
     replay: Dataset | None = None,
+    anchor_to: torch.nn.Module | None = None,
 ) -> tuple[torch.nn.Module, FinetuneReport]:
     """Finetune a copy of ``model`` (named parts only) on ``data`` and gate it on recent held-out windows.
 
@@ -391,6 +412,9 @@ def finetune_dynamics(
             :class:`DutyCycle` that leaves CPU time to a control loop on the same machine).
         replay: simulation data (the pretraining dataset) that ``cfg.replay_fraction`` of every training batch is
             drawn from; required when that fraction is above 0, ignored at 0.
+        anchor_to: the model whose action effect ``cfg.anchor_weight`` keeps (default ``model``): the pretrained
+            one when ``model`` is itself a finetune from an earlier round, so that drift cannot add up over
+            rounds. Only read; ignored when the weight is 0.
 
     Returns:
         (new model, report); ``report.gate.passed`` says whether the new model should be used.
@@ -428,8 +452,13 @@ def finetune_dynamics(
     if cfg.recent_steps:
         train = train.recent(cfg.recent_steps)
     new = copy.deepcopy(model)
+    anchor = None
+    if cfg.anchor_weight:
+        reference = model if anchor_to is None else anchor_to
+        anchor = ActionEffectAnchor(reference, weight=cfg.anchor_weight, noise_std=cfg.anchor_noise_std,
+                                    seed=cfg.seed + 3)  # fmt: skip
     trainer = DynamicsFinetuner(new, optim=cfg.optim, total_steps=cfg.steps, parts=cfg.trainable_parts,
-                                weights=cfg.loss_weights)  # fmt: skip
+                                weights=cfg.loss_weights, regularizer=anchor)  # fmt: skip
     history = []
     steps = range(cfg.steps)
     if progress:

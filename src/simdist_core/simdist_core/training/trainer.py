@@ -10,7 +10,7 @@ loss is latent consistency only (what the real robot can supervise without label
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import torch
@@ -20,6 +20,8 @@ from simdist_core.training.distributed import DistInfo, average_gradients
 
 Batch = Mapping[str, Any]
 """A ``WindowBatch`` (see the brief / ``simdist_core.data.sampler``)."""
+Regularizer = Callable[[torch.nn.Module, Batch], tuple[torch.Tensor, dict[str, float]]]
+"""An extra training term: ``(model, batch) -> (weighted scalar with grad, named float terms for logging)``."""
 
 MAX_CONSECUTIVE_NONFINITE = 10
 """Updates with a non-finite loss are skipped; this many in a row means training diverged."""
@@ -68,6 +70,9 @@ class WorldModelTrainer:
         total_steps: length of the schedule (cosine reaches its floor here).
         parts: names of the parts to train; None trains all.
         dist_info: data-parallel setup; gradients are averaged over ranks when enabled.
+        regularizer: called as ``regularizer(model, batch) -> (weighted term, named float terms)`` every update;
+            the term is added to the loss (e.g. ``simdist_core.training.anchor.ActionEffectAnchor``). Evaluation
+            (``evaluate``, the validation gate) scores the weighted loss terms without it.
     """
 
     def __init__(
@@ -79,6 +84,7 @@ class WorldModelTrainer:
         total_steps: int,
         parts: Iterable[str] | None = None,
         dist_info: DistInfo | None = None,
+        regularizer: Regularizer | None = None,
     ) -> None:
         if total_steps < 1:
             raise ValueError(f"total_steps must be >= 1, got {total_steps=}")
@@ -88,6 +94,7 @@ class WorldModelTrainer:
         self.total_steps = total_steps
         self.parts = None if parts is None else tuple(parts)
         self.dist_info = dist_info or DistInfo()
+        self.regularizer = regularizer
         self.params = trainable_parameters(model, self.parts)
         self.optimizer = make_optimizer(self.params, optim)
         self.step = 0
@@ -107,6 +114,11 @@ class WorldModelTrainer:
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         loss, metrics = compute_loss(self.model, batch, self.weights)
+        if self.regularizer is not None:
+            extra, extra_terms = self.regularizer(self.model, batch)
+            loss = loss + extra
+            metrics.update(extra_terms)
+            metrics["loss"] = float(loss.detach())
         self.optimizer.zero_grad(set_to_none=True)
         finite = math.isfinite(metrics["loss"])
         if self.dist_info.enabled:  # every rank must take the same branch or the all-reduce hangs
@@ -145,6 +157,7 @@ class DynamicsFinetuner(WorldModelTrainer):
         total_steps: schedule length.
         parts: parts to train; ``("dynamics",)`` is SimDist, ``None`` (all) is the full-finetune baseline.
         weights: loss weights; default = latent consistency only (``finetune_loss_weights()``).
+        regularizer: an extra training term (see ``WorldModelTrainer``).
     """
 
     def __init__(
@@ -155,6 +168,7 @@ class DynamicsFinetuner(WorldModelTrainer):
         total_steps: int,
         parts: Iterable[str] | None = ("dynamics",),
         weights: Any = None,
+        regularizer: Regularizer | None = None,
     ) -> None:
         super().__init__(
             model,
@@ -162,6 +176,7 @@ class DynamicsFinetuner(WorldModelTrainer):
             optim=optim,
             total_steps=total_steps,
             parts=parts,
+            regularizer=regularizer,
         )
 
 
