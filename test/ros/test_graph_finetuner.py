@@ -168,6 +168,32 @@ def test_latest_checkpoint_skips_corrupt(tmp_path):
 
 
 @pytest.mark.timeout(180)
+def test_worker_round_anchors_to_the_configured_checkpoint_not_to_its_parent(tmp_path):
+    """A later round's parent is an earlier finetune; the action-effect anchor keeps the lineage's root."""
+    from simdist_core.checkpoint import load_checkpoint
+    from simdist_ros.finetuner_node import run_round
+
+    make_checkpoint(tmp_path / "init")
+    model, _ = load_checkpoint(tmp_path / "init")
+    with torch.no_grad():  # an earlier round's dynamics: actions act differently than in the root
+        model.dynamics.action_embed.weight.mul_(1.5)
+    save_checkpoint(tmp_path / "v0001", model, version=1, parent_version=0, parts_changed=("dynamics",))
+    fill_replay(tmp_path / "replay", 300)
+    config = {"steps": 3, "batch_size": 8, "holdout_fraction": 0.2, "seed": 0, "anchor_weight": 1.0}
+    results = {}
+    for name, anchor_to in (("root", str(tmp_path / "init")), ("none", None)):
+        job = {"parent": str(tmp_path / "v0001"), "replay_dir": str(tmp_path / "replay"),
+               "output_dir": str(tmp_path / f"out_{name}"), "config": config, "cpu_duty": 1.0, "anchor_to": anchor_to}
+        results[name] = run_round(job)["report"]
+    assert results["root"]["anchor_first"] > 0, "the parent's action effect differs from the root's"
+    assert results["none"]["anchor_first"] == 0.0, "without anchor_to the round anchors to its own parent"
+    config.pop("anchor_weight")
+    job = {"parent": str(tmp_path / "v0001"), "replay_dir": str(tmp_path / "replay"),
+           "output_dir": str(tmp_path / "out_off"), "config": config, "cpu_duty": 1.0, "anchor_to": None}
+    assert run_round(job)["report"]["anchor_first"] is None  # off by default: the method as published
+
+
+@pytest.mark.timeout(180)
 def test_finetuner_loop_guard_reads_the_planner_counters_and_survives_forged_ones(tmp_path):
     """The guard's input is the planner's status on /diagnostics: between rounds it learns the loop's miss rate
     from the counters' increments; a malformed status is counted and changes nothing."""

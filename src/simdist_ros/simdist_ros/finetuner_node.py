@@ -85,6 +85,8 @@ class FinetunerParams:
     holdout_fraction: float
     min_improvement: float
     recent_steps: int
+    anchor_weight: float
+    anchor_noise_std: float
     max_rounds: int
     torch_threads: int
     nice: int
@@ -117,6 +119,11 @@ PARAMS = (
     P("holdout_fraction", 0.2, "Newest fraction of steps held out for the validation gate", lo=0.01, hi=0.9),
     P("min_improvement", 0.0, "Gate: new held-out loss < old * (1 - this)", lo=0.0, hi=0.99),
     P("recent_steps", 0, "Train only on windows in the newest this-many steps (0 = all)", lo=0, hi=100_000_000),
+    P("anchor_weight", 0.0, "Action-effect anchor's weight (0 = the method as published): keeps every round's "
+      "dynamics' response to perturbed actions near the configured checkpoint's (FinetuneConfig.anchor_weight)",
+      lo=0.0, hi=1000.0),
+    P("anchor_noise_std", 0.5, "Std of the anchor's action perturbations ([-1, 1] units; the cpu planner's max_std)",
+      lo=0.01, hi=2.0),
     P("max_rounds", 0, "Stop after this many rounds (0 = no limit)", lo=0, hi=1_000_000),
     P("torch_threads", 1, "torch threads in the worker process", lo=1, hi=64, read_only=True),
     P("nice", 10, "Priority decrease of the worker process (the planner keeps its core)", lo=0, hi=19,
@@ -189,7 +196,7 @@ def run_round(job: dict[str, Any]) -> dict[str, Any]:
 
     Args:
         job: ``parent`` checkpoint, ``replay_dir``, ``output_dir``, ``config`` (FinetuneConfig fields),
-            ``cpu_duty``.
+            ``cpu_duty``, ``anchor_to`` (the checkpoint the action-effect anchor keeps, or None).
     """
     policy = _WORKER_POLICY
     from simdist_core.checkpoint import load_checkpoint, save_checkpoint
@@ -203,7 +210,9 @@ def run_round(job: dict[str, Any]) -> dict[str, Any]:
     data = Dataset(job["replay_dir"], verify="open", on_corrupt="skip")
     shared = _SHARED_DUTY
     duty = DutyCycle(float(job.get("cpu_duty", 1.0)), source=None if shared is None else lambda: shared.value)
-    new, report = finetune_dynamics(model, data, FinetuneConfig(**job["config"]), after_update=duty)
+    anchor_to = load_checkpoint(job["anchor_to"])[0] if job.get("anchor_to") else None
+    new, report = finetune_dynamics(model, data, FinetuneConfig(**job["config"]), after_update=duty,
+                                    anchor_to=anchor_to)  # fmt: skip
     result: dict[str, Any] = {"data_steps": int(data.n_steps), "report": report.to_json(), "gate": asdict(report.gate),
                               "parent_version": int(manifest.version), "cpu_policy": policy,
                               "cpu_duty": round(duty.effective(), 4), "slept_s": duty.slept_s,
@@ -270,6 +279,8 @@ class FinetunerNode(Node):
         self.output_dir = Path(p.output_dir).expanduser().resolve()
         self.output_dir.mkdir(parents=True, exist_ok=True)
         self.parent = resolve_checkpoint(p.checkpoint, p.robot)
+        self.base = self.parent
+        """The configured checkpoint: the lineage's root, which the action-effect anchor keeps every round near."""
         self.trained_upto = 0
         self.known_steps = 0
         self.rounds = 0
@@ -393,9 +404,10 @@ class FinetunerNode(Node):
     def _start_round(self) -> None:
         p = self.params
         config = {"steps": p.steps_per_round, "batch_size": p.batch_size, "holdout_fraction": p.holdout_fraction,
-                  "min_improvement": p.min_improvement, "recent_steps": p.recent_steps, "seed": self.rounds}
+                  "min_improvement": p.min_improvement, "recent_steps": p.recent_steps, "seed": self.rounds,
+                  "anchor_weight": p.anchor_weight, "anchor_noise_std": p.anchor_noise_std}
         job = {"parent": str(self.parent), "replay_dir": str(self.replay_dir), "output_dir": str(self.output_dir),
-               "config": config, "cpu_duty": p.cpu_duty}
+               "config": config, "cpu_duty": p.cpu_duty, "anchor_to": str(self.base) if p.anchor_weight else None}
         self.rounds += 1
         self._round_steps = self.known_steps
         self.get_logger().info(f"round {self.rounds}: finetuning {self.parent.name} on {self.known_steps} steps")

@@ -186,6 +186,10 @@ class FinetuneReport:
     history: list[dict[str, float]] = field(default_factory=list)
     replay_per_batch: int = 0
     """Windows of each training batch that came from the replayed simulation data."""
+    anchor_first: float | None = None
+    """The action-effect anchor's unweighted term at the first and the last update (None without the anchor):
+    above 0 at the first when the model starts away from the one it is anchored to (a later round)."""
+    anchor_last: float | None = None
 
     def to_json(self) -> dict:
         """JSON-ready summary (no history)."""
@@ -193,7 +197,8 @@ class FinetuneReport:
             "steps": self.steps, "parts": list(self.parts), "train_loss_first": self.train_loss_first,
             "train_loss_last": self.train_loss_last, "gate": self.gate.__dict__,
             "n_train_windows": self.n_train_windows, "n_holdout_windows": self.n_holdout_windows,
-            "wall_s": self.wall_s, "replay_per_batch": self.replay_per_batch,
+            "wall_s": self.wall_s, "replay_per_batch": self.replay_per_batch, "anchor_first": self.anchor_first,
+            "anchor_last": self.anchor_last,
         }  # fmt: skip
 
 
@@ -479,5 +484,6 @@ def finetune_dynamics(
         steps=cfg.steps, parts=cfg.parts, train_loss_first=history[0]["loss"], train_loss_last=history[-1]["loss"],
         gate=gate, n_train_windows=int(train.starts.size), n_holdout_windows=n_hold,
         wall_s=time.perf_counter() - start, history=history, replay_per_batch=n_replay,
+        anchor_first=history[0].get("anchor"), anchor_last=history[-1].get("anchor"),
     )  # fmt: skip
     return new, report
