@@ -7,6 +7,7 @@ that zero-shot, against the earlier zero-shot graph run and against the 3,000-up
 (``bench_results/parity_go2_csr_ptfe/``).
 """
 
+import json
 from pathlib import Path
 
 from eval_arms import gain_verdict, minus, progress_against_zero_shot, ratio_of_pooled_means, rounded_difference
@@ -15,6 +16,25 @@ from go2_csr_ptfe_graph import MODELS, load_parity
 from simdist_core.eval.stats import episode_values
 
 SEEDS = (3, 4, 5)
+
+
+def checkpoints_of(name: str) -> dict[str, str]:
+    """Zero-shot and the variant's three final models (``bench_results/go2_csr_ptfe_<name>_adapted_seedK``)."""
+    return {"zero_shot": MODELS["zero_shot"],
+            **{f"{name}_seed{k}": f"bench_results/go2_csr_ptfe_{name}_adapted_seed{k}" for k in SEEDS}}
+
+
+def write_graph_variant(name: str, protocol: str, holds: str) -> None:
+    """Read the variant ``name`` and write (and print) ``bench_results/go2_csr_ptfe_<name>_graph.json``.
+
+    Its runs are in ``bench_results/parity_go2_csr_ptfe_<name>/``; ``holds`` is the verdict when it wins through
+    the graph.
+    """
+    out = read_graph_variant(name, checkpoints_of(name), Path(f"bench_results/parity_go2_csr_ptfe_{name}"), protocol,
+                             (holds, "walks further through the graph, short of 1.5x", "walks less through the graph",
+                              "not shown through the graph"))  # fmt: skip
+    Path(f"bench_results/go2_csr_ptfe_{name}_graph.json").write_text(json.dumps(out, indent=1) + "\n")
+    print(json.dumps(out, indent=1))
 
 
 def graph_values(row: dict) -> list[float]:
