@@ -18,8 +18,8 @@ READ_AT_10 = ("metric", "metric_ci95", "metric_ratio_vs_zero_shot", "metric_rati
               "latent_error_ratio_zero_shot_over_method")  # fmt: skip
 
 
-def load(path: Path, steps: int) -> dict:
-    """One report of the protocol (task, model, updates, heading hold, 10 episodes), checked.
+def load(path: Path, steps: int, anchor_weight: float = 0.0) -> dict:
+    """One report of the protocol (task, model, updates, anchor weight, heading hold, 10 episodes), checked.
 
     Raises:
         SystemExit: the report is not the protocol's run.
@@ -27,7 +27,8 @@ def load(path: Path, steps: int) -> dict:
     report = json.loads(path.read_text())
     config = report["config"]
     if (report["task"] != "go2/foam" or report["checkpoint"] != CHECKPOINT or config["finetune"]["steps"] != steps
-            or not config["heading_hold"] or config["eval_episodes"] != 10 or config["minutes"] != [0.0, 10.0]):
+            or config["finetune"].get("anchor_weight", 0.0) != anchor_weight or not config["heading_hold"]
+            or config["eval_episodes"] != 10 or config["minutes"] != [0.0, 10.0]):
         raise SystemExit(f"{path}: not the protocol's run")
     return report
 
@@ -42,9 +43,14 @@ def at_10(report: dict) -> dict:
             "foam_stays_at_least_1_5x": "holds" if ratio >= 1.5 and low > 1 else "does not hold"}
 
 
-def episodes_at_10(steps: int) -> list[list[float]]:
-    """Per seed, the 10-minute model's per-episode progress (the same episodes at either update count)."""
-    reports = [load(Path(f"bench_results/adaptation_go2_csr_foam_ft{steps}_seed{k}.json"), steps) for k in SEEDS]
+def episodes_at_10(steps: int, name: str = "", anchor_weight: float = 0.0) -> list[list[float]]:
+    """Per seed, the 10-minute model's per-episode progress (the same episodes at either update count).
+
+    ``name``: the runs' name (default ``ft<steps>``), ``anchor_weight`` the one they must have used.
+    """
+    name = name or f"ft{steps}"
+    reports = [load(Path(f"bench_results/adaptation_go2_csr_foam_{name}_seed{k}.json"), steps, anchor_weight)
+               for k in SEEDS]  # fmt: skip
     return [r["results"]["dynamics_only"]["episode_metric"][r["results"]["dynamics_only"]["minutes"].index(10.0)]
             for r in reports]  # fmt: skip
 
