@@ -15,20 +15,11 @@ import argparse
 import json
 from pathlib import Path
 
-import numpy as np
 import torch
 from simdist_core.checkpoint import load_checkpoint
 from simdist_core.eval.adaptation import heldout_batches
-from simdist_core.training.anchor import ActionEffectAnchor
+from simdist_core.training.anchor import action_effect_drift
 from simdist_core.training.trainer import evaluate_loss, finetune_loss_weights
-
-
-def action_effect_drift(reference: torch.nn.Module, model: torch.nn.Module, batches: list, noise_std: float,
-                        seed: int) -> float:  # fmt: skip
-    """Mean unweighted anchor term of ``model`` against ``reference`` over ``batches`` (fixed perturbations)."""
-    probe = ActionEffectAnchor(reference, weight=1.0, noise_std=noise_std, seed=seed)
-    with torch.no_grad():
-        return float(np.mean([probe(model, batch)[1]["anchor"] for batch in batches]))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,6 +11,7 @@ from _train_testlib import collect, fit_normalizers, tiny_model
 from simdist_core.checkpoint import load_checkpoint, save_checkpoint
 from simdist_core.data.sampler import WindowSampler
 from simdist_core.training.adapt import fixed_batches, recent_split
+from simdist_core.training.anchor import action_effect_drift
 from simdist_core.training.finetune import (
     EXIT_GATE_FAILED,
     FinetuneConfig,
@@ -284,15 +285,6 @@ def test_cli_reports_missing_data_clearly(shifted, tmp_path, capsys):
     assert not (tmp_path / "c").exists()
 
 
-def _action_effect_drift(reference, model, batches):
-    """Mean change of the action effect (the unweighted anchor term) on ``batches``, fixed perturbations."""
-    from simdist_core.training.anchor import ActionEffectAnchor
-
-    probe = ActionEffectAnchor(reference, weight=1.0, noise_std=0.5, seed=99)
-    with torch.no_grad():
-        return float(np.mean([probe(model, batch)[1]["anchor"] for batch in batches]))
-
-
 def test_anchor_is_zero_for_the_reference_itself_and_grows_when_actions_act_differently(shifted):
     from simdist_core.training.anchor import ActionEffectAnchor
 
@@ -323,14 +315,15 @@ def test_anchor_keeps_the_simulation_action_effect_while_the_dynamics_learn_the_
     changed = {k.split(".")[0] for k, v in model.state_dict().items() if not torch.equal(v, anchored.state_dict()[k])}
     assert changed == {"dynamics"}, changed
     holdout = _holdout(held, model.spec)  # episodes never trained on
-    drift = {name: _action_effect_drift(model, m, holdout) for name, m in (("plain", plain), ("anchored", anchored))}
+    drift = {name: action_effect_drift(model, m, holdout, seed=99)
+             for name, m in (("plain", plain), ("anchored", anchored))}  # fmt: skip
     assert drift["anchored"] < 0.2 * drift["plain"], drift
     err = {name: evaluate_loss(m, holdout, finetune_loss_weights())["consistency"]
            for name, m in (("before", model), ("anchored", anchored))}
     assert err["anchored"] < err["before"], err  # and it still learns the new floor
     # A later round starts from a finetune; anchored to the pretrained model, it pulls the action effect back.
     later, _ = finetune_dynamics(plain, train, _config(steps=150, anchor_weight=10.0), anchor_to=model)
-    assert _action_effect_drift(model, later, holdout) < 0.5 * drift["plain"], drift
+    assert action_effect_drift(model, later, holdout, seed=99) < 0.5 * drift["plain"], drift
 
 
 def test_anchor_needs_a_frozen_encoder_and_sane_settings():

@@ -20,9 +20,10 @@ consistency term still moves it wherever the recorded actions do vary.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
+import numpy as np
 import torch
 
 from simdist_core.models.world_model import Latent, WorldModel
@@ -65,6 +66,17 @@ class ActionEffectAnchor:
         mask = valid.to(drift.dtype)
         term = (drift.pow(2).mean(-1) * mask).sum() / mask.sum().clamp_min(1.0)
         return self.weight * term, {"anchor": float(term.detach())}
+
+
+def action_effect_drift(reference: WorldModel, model: WorldModel, batches: Iterable[Mapping[str, Any]],
+                        noise_std: float = 0.5, seed: int = 0) -> float:  # fmt: skip
+    """How far a finetune moved the action effect: the mean unweighted anchor term of ``model`` against ``reference``.
+
+    One fixed draw of perturbations per ``seed``, so that checkpoints scored with the same seed compare.
+    """
+    probe = ActionEffectAnchor(reference, weight=1.0, noise_std=noise_std, seed=seed)
+    with torch.no_grad():
+        return float(np.mean([probe(model, batch)[1]["anchor"] for batch in batches]))
 
 
 def _twice(latent: Latent) -> Latent:
