@@ -31,7 +31,8 @@ part but the dynamics bit-identical): checkpoints another model left in ``output
 ignored, so a new shipped model is never swapped for an old lineage (versions still count on above them).
 
 Memory: this process holds no model and no data; it imports torch once to verify its own checkpoints at
-start (~260 MB RSS measured). The worker holds the model and memory-maps the dataset. It is started with the
+start (~260 MB RSS measured). The worker holds the model (with `anchor_weight` > 0, the configured checkpoint
+too, loaded each round) and memory-maps the dataset. It is started with the
 node, lowers its priority and imports torch then (not in the middle of the robot's run), and is replaced after
 :data:`WORKER_ROUNDS` rounds, so nothing accumulates over a long session. Why it is kept between rounds: a
 fresh worker per round spent ~3 s of CPU importing torch and ~3 s more before its first update (2 s of them
