@@ -30,9 +30,9 @@ def write_graph_variant(name: str, protocol: str, holds: str) -> None:
     Its runs are in ``bench_results/parity_go2_csr_ptfe_<name>/``; ``holds`` is the verdict when it wins through
     the graph.
     """
-    out = read_graph_variant(name, checkpoints_of(name), Path(f"bench_results/parity_go2_csr_ptfe_{name}"), protocol,
-                             (holds, "walks further through the graph, short of 1.5x", "walks less through the graph",
-                              "not shown through the graph"))  # fmt: skip
+    verdicts = (holds, "walks further through the graph, short of 1.5x", "walks less through the graph",
+                "not shown through the graph")
+    out = read_graph_variant(name, protocol, verdicts)
     Path(f"bench_results/go2_csr_ptfe_{name}_graph.json").write_text(json.dumps(out, indent=1) + "\n")
     print(json.dumps(out, indent=1))
 
@@ -42,14 +42,14 @@ def graph_values(row: dict) -> list[float]:
     return episode_values(row["graph"]["per_episode"], TASK)
 
 
-def read_graph_variant(name: str, checkpoints: dict[str, str], folder: Path, protocol: str,
-                       verdicts: tuple[str, str, str, str]) -> dict:  # fmt: skip
-    """The readings for the variant ``name``, whose models ran into ``folder``.
+def read_graph_variant(name: str, protocol: str, verdicts: tuple[str, str, str, str]) -> dict:
+    """The readings for the variant ``name``: models :func:`checkpoints_of`, runs in its parity folder.
 
-    ``checkpoints``: ``zero_shot`` and ``<name>_seedK`` -> checkpoint path; ``verdicts``: (wins, walks further
-    short of 1.5x, walks less, not shown) through the graph.
+    The folder is ``bench_results/parity_go2_csr_ptfe_<name>/``; ``verdicts``: (wins, walks further short of
+    1.5x, walks less, not shown) through the graph.
     """
-    runs = {model: load_parity(model, folder, checkpoint=path) for model, path in checkpoints.items()}
+    folder = Path(f"bench_results/parity_go2_csr_ptfe_{name}")
+    runs = {model: load_parity(model, folder, checkpoint=path) for model, path in checkpoints_of(name).items()}
     earlier = {model: load_parity(model) for model in MODELS}
     out: dict = {"protocol": protocol, "seeds": [67000, 67059]}
     for side in ("graph", "in_process"):
