@@ -22,10 +22,12 @@ SETS = ["encoder.heading_hold=true", 'planner.planner_overrides=["prior_weight=0
 SEEDS = list(range(67000, 67060))
 
 
-def load_parity(name: str, folder: Path = DIR, lockstep: bool = False, checkpoint: str | None = None) -> dict:
+def load_parity(name: str, folder: Path = DIR, lockstep: bool = False, checkpoint: str | None = None,
+                task: str = TASK, seed: int = 66999) -> dict:
     """One model's parity report (the protocol's task, model, seeds, settings), its task row.
 
-    ``checkpoint``: the model the report must have run (default ``MODELS[name]``).
+    ``checkpoint``: the model the report must have run (default ``MODELS[name]``); ``task`` and ``seed`` (the
+    ``--seed`` of the 60-episode run, episodes ``seed + 1`` onwards): the PTFE protocols' unless given.
 
     Raises:
         SystemExit: the report is not the protocol's run.
@@ -33,10 +35,11 @@ def load_parity(name: str, folder: Path = DIR, lockstep: bool = False, checkpoin
     path = folder / f"{name}.json"
     report = json.loads(path.read_text())
     row = report["tasks"][0]
-    if (report["checkpoint"] != (checkpoint or MODELS[name]) or report["episodes"] != 60 or report["seed"] != 66999
-            or report["lockstep"] != lockstep or report["rtf"] != 1.0 or report["set"] != SETS or row["task"] != TASK
+    episodes = list(range(seed + 1, seed + 61))
+    if (report["checkpoint"] != (checkpoint or MODELS[name]) or report["episodes"] != 60 or report["seed"] != seed
+            or report["lockstep"] != lockstep or report["rtf"] != 1.0 or report["set"] != SETS or row["task"] != task
             or row["graph"]["diagnostics_end"]["planner"]["prior_weight"] != "0"
-            or any([e["seed"] for e in row[side]["per_episode"]] != SEEDS for side in ("in_process", "graph"))):
+            or any([e["seed"] for e in row[side]["per_episode"]] != episodes for side in ("in_process", "graph"))):
         raise SystemExit(f"{path}: not the protocol's run")
     return row
 
