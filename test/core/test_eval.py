@@ -19,9 +19,10 @@ SMALL = {"horizon": "8", "num_samples": "8", "num_pi_samples": "4", "iterations"
 
 def test_go2_report_has_metric_falls_and_planner_stats():
     torch.set_num_threads(1)
-    report = evaluate(tiny_model("go2"), EvalConfig(task="go2/flat", episodes=2, seconds=0.4),
+    report = evaluate(tiny_model("go2"), EvalConfig(task="go2/flat", episodes=2, seconds=0.4, seed=4321),
                       planner_overrides=SMALL)
     assert report["task"] == "go2/flat" and report["episodes"] == 2 and report["metric"] == "forward_progress_m"
+    assert report["seed"] == 4321  # a report says which episodes it ran
     assert np.isfinite(report["forward_progress_m"]) and 0.0 <= report["falls"] <= 1.0
     assert len(report["per_episode"]) == 2
     assert 0 < report["summary"]["steps"] <= 2 * 20  # 0.4 s at 50 Hz per episode, less if it fell

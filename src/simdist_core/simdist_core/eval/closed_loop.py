@@ -153,7 +153,8 @@ def evaluate(
     recording only reads the simulator, so the results are those of the same call without it.
 
     Returns:
-        JSON-ready dict: task, episodes, the task metric(s), per-episode metrics, planner stats, timing.
+        JSON-ready dict: task, episodes, seed (of the first episode), the task metric(s), per-episode metrics,
+        planner stats, timing.
     """
     from simdist_core.sim.base import make_env
 
@@ -183,8 +184,8 @@ def evaluate(
     summary = summarise(episodes)
     sim_s = summary["steps"] * env.spec.control_dt
     return {
-        "task": cfg.task, "episodes": cfg.episodes, "metric": task_metric_name(cfg.task),
-        **headline(summary, cfg.task), "summary": summary,
+        "task": cfg.task, "episodes": cfg.episodes, "seed": cfg.seed,  # episode i runs on seed + i
+        "metric": task_metric_name(cfg.task), **headline(summary, cfg.task), "summary": summary,
         "per_episode": [ep.metrics for ep in episodes],
         "planner": to_dict(planner.cfg), "preset": cfg.preset, "env_overrides": dict(env_overrides or {}),
         "action_delay": cfg.action_delay,
