@@ -326,12 +326,37 @@ def test_anchor_keeps_the_simulation_action_effect_while_the_dynamics_learn_the_
     assert action_effect_drift(model, later, holdout, seed=99) < 0.5 * drift["plain"], drift
 
 
+def test_anchor_on_start_windows_only_ignores_the_rest_of_each_episode(shifted):
+    from simdist_core.training.anchor import ActionEffectAnchor
+
+    model, train, _ = shifted
+    batch = WindowSampler(train, model.spec, batch_size=64, seed=0).sample()
+    bent = copy.deepcopy(model)
+    with torch.no_grad():
+        bent.dynamics.action_embed.weight.mul_(2.0)
+    everywhere = ActionEffectAnchor(model, weight=1.0, noise_std=0.5, seed=1)
+    start = int(batch["episode_step"].min()) + 1  # at least one window starts that early, not all of them
+    assert (batch["episode_step"] >= start).any()
+    at_start = ActionEffectAnchor(model, weight=1.0, noise_std=0.5, seed=1, start_steps=start)
+    late = {key: value for key, value in batch.items()}
+    late["episode_step"] = batch["episode_step"] + start  # every window now starts past the start window
+    assert at_start(bent, late)[1]["anchor"] == 0.0
+    assert at_start(bent, batch)[1]["anchor"] > 0.0 and everywhere(bent, batch)[1]["anchor"] > 0.0
+    # A window that covers every window's start is the anchor everywhere (same seed, same perturbations).
+    widest = int(batch["episode_step"].max()) + 1
+    wide = ActionEffectAnchor(model, weight=1.0, noise_std=0.5, seed=1, start_steps=widest)
+    fresh = ActionEffectAnchor(model, weight=1.0, noise_std=0.5, seed=1)
+    assert wide(bent, batch)[1]["anchor"] == fresh(bent, batch)[1]["anchor"]
+    with pytest.raises(ValueError, match="start_steps"):
+        ActionEffectAnchor(model, weight=1.0, noise_std=0.5, start_steps=0)
+
+
 def test_anchor_needs_a_frozen_encoder_and_sane_settings():
     for parts in (("all",), ("dynamics", "encoder")):
         with pytest.raises(ValueError, match="frozen encoder"):
             _config(anchor_weight=1.0, parts=parts)
     for bad in ({"anchor_weight": -1.0}, {"anchor_weight": float("nan")}, {"anchor_noise_std": 0.0},
-                {"anchor_noise_std": float("inf")}):
+                {"anchor_noise_std": float("inf")}, {"anchor_start_s": -0.5}, {"anchor_start_s": float("nan")}):
         with pytest.raises(ValueError, match="anchor_"):
             _config(**bad)
     assert _config(parts=("all",)).anchor_weight == 0.0  # off by default: the method as published

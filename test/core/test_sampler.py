@@ -57,6 +57,8 @@ def test_padding_and_masks_hand_computed(tmp_path):
     np.testing.assert_array_equal(batch["values"].numpy(), [[202, 203], [203, 0]])
     np.testing.assert_array_equal(batch["clean_expert"].numpy(), [[True, False], [False, True]])
     np.testing.assert_array_equal(batch["probe"][..., 0].numpy(), [[1, 2, 3], [2, 3, 3]])
+    np.testing.assert_array_equal(batch["episode_step"].numpy(), [1, 2])  # rows 1 and 2 of episode 0
+    np.testing.assert_array_equal(sampler.sample(np.array([4, 7]))["episode_step"].numpy(), [0, 3])  # episode 1
     # t=4 is the first row of episode 1: history is all row 4 with zero previous actions
     first = sampler.sample(np.array([4]))
     np.testing.assert_array_equal(first["obs"]["proprio"][0, 0, :, 0].numpy(), [4, 4, 4])

@@ -88,6 +88,7 @@ class FinetunerParams:
     recent_steps: int
     anchor_weight: float
     anchor_noise_std: float
+    anchor_start_s: float
     max_rounds: int
     torch_threads: int
     nice: int
@@ -125,6 +126,8 @@ PARAMS = (
       lo=0.0, hi=1000.0),
     P("anchor_noise_std", 0.5, "Std of the anchor's action perturbations ([-1, 1] units; the cpu planner's max_std)",
       lo=0.01, hi=2.0),
+    P("anchor_start_s", 0.0, "Anchor only the windows that start within this many seconds of a reset "
+      "(0 = every window; FinetuneConfig.anchor_start_s)", lo=0.0, hi=3600.0),
     P("max_rounds", 0, "Stop after this many rounds (0 = no limit)", lo=0, hi=1_000_000),
     P("torch_threads", 1, "torch threads in the worker process", lo=1, hi=64, read_only=True),
     P("nice", 10, "Priority decrease of the worker process (the planner keeps its core)", lo=0, hi=19,
@@ -406,7 +409,8 @@ class FinetunerNode(Node):
         p = self.params
         config = {"steps": p.steps_per_round, "batch_size": p.batch_size, "holdout_fraction": p.holdout_fraction,
                   "min_improvement": p.min_improvement, "recent_steps": p.recent_steps, "seed": self.rounds,
-                  "anchor_weight": p.anchor_weight, "anchor_noise_std": p.anchor_noise_std}
+                  "anchor_weight": p.anchor_weight, "anchor_noise_std": p.anchor_noise_std,
+                  "anchor_start_s": p.anchor_start_s}
         job = {"parent": str(self.parent), "replay_dir": str(self.replay_dir), "output_dir": str(self.output_dir),
                "config": config, "cpu_duty": p.cpu_duty, "anchor_to": str(self.base) if p.anchor_weight else None}
         self.rounds += 1

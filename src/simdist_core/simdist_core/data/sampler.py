@@ -24,6 +24,8 @@ For a start row ``t`` with ``e`` = its episode's last row, a ``WindowBatch`` hol
                                        ``simdist_core.data.dagger``), else ``actions``
     valid           (B, H)    bool     t+k+1 <= e: the transition t+k -> t+k+1 is in the episode
     probe           (B, H+1, 3) float32  privileged probe at cur_k
+    episode_step    (B,)      int64    t minus its episode's first row: how many control steps into its
+                                       episode the window starts (0 at a reset)
 
 Start rows are drawn uniformly among rows with at least one valid transition (``t < e``).
 Optional fields missing from a store (``reward``, ``value``, ``clean_expert``, ``priv/probe``)
@@ -210,6 +212,7 @@ class WindowSampler:
             "clean_expert": self._optional("clean_expert", span_rows[:, T : T + H], in_episode, torch.bool),
             "valid": host(valid),
             "probe": self._probe(cur),
+            "episode_step": host(t - first[:, 0]),
         }
         return self._to_device(batch)
 

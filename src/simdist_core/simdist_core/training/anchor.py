@@ -37,15 +37,22 @@ class ActionEffectAnchor:
         weight: the term's weight beside latent consistency (weight 1).
         noise_std: std of the Gaussian action perturbation, in the planner's [-1, 1] action units.
         seed: seed of the perturbations (a finetune with the same seeds draws the same ones).
+        start_steps: anchor only the windows that start within this many control steps of their episode's
+            start (``episode_step`` of the batch); None anchors every window. The robot's data are narrowest at a
+            standing start, where every PTFE finetune lost the action effect, while the gait once walking is
+            where the finetune adapts.
 
     The model being finetuned must share the reference's encoder (a frozen one): the two action effects are
     compared in one latent space. ``FinetuneConfig`` refuses the anchor where the encoder trains.
     """
 
-    def __init__(self, reference: WorldModel, *, weight: float, noise_std: float, seed: int = 0) -> None:
+    def __init__(self, reference: WorldModel, *, weight: float, noise_std: float, seed: int = 0,
+                 start_steps: int | None = None) -> None:  # fmt: skip
         if not (weight > 0 and noise_std > 0):
             raise ValueError(f"need weight > 0 and noise_std > 0, got {weight=}, {noise_std=}")
-        self.reference, self.weight, self.noise_std = reference, weight, noise_std
+        if start_steps is not None and start_steps < 1:
+            raise ValueError(f"start_steps must be >= 1 or None, got {start_steps=}")
+        self.reference, self.weight, self.noise_std, self.start_steps = reference, weight, noise_std, start_steps
         self.generator = torch.Generator().manual_seed(seed)
 
     def perturb(self, actions: torch.Tensor) -> torch.Tensor:
@@ -54,8 +61,10 @@ class ActionEffectAnchor:
         return (actions + self.noise_std * noise).clamp(-1.0, 1.0)
 
     def __call__(self, model: WorldModel, batch: Mapping[str, Any]) -> tuple[torch.Tensor, dict[str, float]]:
-        """The weighted anchor term on ``batch`` (a WindowBatch: ``obs``, ``actions``, ``valid``)."""
+        """The weighted anchor term on ``batch`` (a WindowBatch: ``obs``, ``actions``, ``valid``, ``episode_step``)."""
         actions, valid = batch["actions"], batch["valid"]
+        if self.start_steps is not None:  # only the windows that start near their episode's start
+            valid = valid & (batch["episode_step"] < self.start_steps)[:, None]
         both = torch.cat([actions, self.perturb(actions)])  # (2B, H, A): recorded, then perturbed
         b = actions.shape[0]
         with torch.no_grad():
