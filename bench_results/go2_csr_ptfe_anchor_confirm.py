@@ -40,14 +40,18 @@ def load(path: Path, first_seed: int | None) -> list[dict]:
     return report["per_episode"]
 
 
-def against_zero_shot(episodes: dict[str, list[dict]], arm: str) -> dict:
-    """Reading 1 for ``arm`` ("anchor" or "adapted"): each model and the pooled gain, ratio and verdict."""
+def against_zero_shot(episodes: dict[str, list[dict]], arm: str, win: str | None = None) -> dict:
+    """Reading 1 for ``arm`` (e.g. "anchor" or "adapted"): each model and the pooled gain, ratio and verdict.
+
+    ``win``: the verdict's words for a win (default "anchor wins on PTFE" for "anchor", else "wins on PTFE").
+    """
     models = {"zero_shot": {"per_episode": episodes["zero_shot"]},
               **{f"{arm}_seed{k}": {"per_episode": episodes[f"{arm}_seed{k}"]} for k in SEEDS}}
     rows, diffs, zero = progress_against_zero_shot(models, TASK)
     ratio = ratio_of_pooled_means(diffs, zero)
-    verdict = gain_verdict(rows["pooled_minus_zero_shot"], ratio, "anchor wins on PTFE" if arm == "anchor" else
-                           "wins on PTFE", "walks further, short of 1.5x", "walks less", "not shown")
+    win = win or ("anchor wins on PTFE" if arm == "anchor" else "wins on PTFE")
+    verdict = gain_verdict(rows["pooled_minus_zero_shot"], ratio, win, "walks further, short of 1.5x", "walks less",
+                           "not shown")  # fmt: skip
     return {**rows, "ratio_of_pooled_means": ratio, "verdict": verdict}
 
 
