@@ -57,6 +57,37 @@ def test_cli_writes_json(tmp_path):
     assert report["env_overrides"] == {"terrain.friction": "0.3"}
 
 
+def test_cli_scores_plans_with_the_parent_checkpoint_too_when_asked(tmp_path, capsys):
+    """``--planner reference_returns=min`` takes the reference from the manifest's ``parent_checkpoint`` (or
+    ``--reference``), records it in the report, and refuses what cannot work, with one line each."""
+    parent, child = tmp_path / "parent", tmp_path / "child"
+    base = tiny_model("go2")
+    save_checkpoint(parent, base, version=1)
+    adapted = tiny_model("go2")
+    adapted.load_state_dict(base.state_dict())
+    with torch.no_grad():
+        next(adapted.dynamics.parameters()).add_(0.05)
+    save_checkpoint(child, adapted, version=2, extra={"parent_checkpoint": str(parent)})
+    common = ["--task", "go2/flat", "--episodes", "1", "--seconds", "0.1",
+              *[a for k, v in SMALL.items() for a in ("--planner", f"{k}={v}")]]
+    out = tmp_path / "eval.json"
+    assert main(["--checkpoint", str(child), *common, "--planner", "reference_returns=min", "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["reference"] == str(parent) and report["planner"]["reference_returns"] == "min"
+    assert main(["--checkpoint", str(child), *common, "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["reference"] is None
+    capsys.readouterr()
+    assert main(["--checkpoint", str(child), *common, "--reference", str(parent)]) == 2  # without reference_returns
+    assert "--reference only counts" in capsys.readouterr().err
+    assert main(["--checkpoint", str(parent), *common, "--planner", "reference_returns=min"]) == 2  # no parent
+    assert "give --reference" in capsys.readouterr().err
+    other = tmp_path / "other"
+    save_checkpoint(other, tiny_model("go2", seed=1), version=1)  # differs in every part
+    assert main(["--checkpoint", str(child), *common, "--planner", "reference_returns=min",
+                 "--reference", str(other)]) == 2
+    assert "dynamics only" in capsys.readouterr().err
+
+
 def test_run_episode_records_every_transition_with_exploration_noise():
     env = make_env("go2/flat")
     planner = MPPIPlanner(tiny_model("go2"), TINY_PLANNER, seed=0)

@@ -504,3 +504,86 @@ def test_a_tied_planner_compensating_a_delay_follows_the_prior_from_the_state_af
         return float(np.mean(errors))
 
     assert run(True) < 0.8 * run(False)  # the delayed servo, planned around with each prior (measured 0.67x)
+
+
+class FantasyModel(QuadraticModel):
+    """The servo, except that a command whose x is below -0.5 puts it on the goal at once: what a finetuned model
+    might come to believe about actions its new data never tried."""
+
+    def predict(self, latent, actions):
+        z, zs = latent.z.expand(actions.shape[0], -1), []
+        for k in range(actions.shape[1]):
+            z = torch.where(actions[:, k, :1] < -0.5, GOAL.expand_as(z), 0.5 * (z + actions[:, k]))
+            zs.append(z)
+        return torch.stack(zs, 1)
+
+
+FAR = Latent(torch.tensor([[-1.5, 0.0]]), torch.tensor([[[-1.5, 0.0]]]))  # the goal is out of one step's reach
+
+
+@pytest.mark.parametrize("how", ["min", "mean"])
+def test_reference_returns_change_no_plan_until_a_model_is_swapped_in(how):
+    kw = dict(num_samples=32, num_pi_samples=4, iterations=3, num_elites=8, max_std=1.0)
+    plain = MPPIPlanner(QuadraticModel(), PlannerConfig(**kw), seed=3)
+    pessimist = MPPIPlanner(QuadraticModel(), PlannerConfig(**kw, reference_returns=how), seed=3)
+    for a, b in zip(_closed_loop(plain, 4)[0], _closed_loop(pessimist, 4)[0], strict=True):
+        np.testing.assert_array_equal(a.mean, b.mean)
+
+
+@pytest.mark.parametrize("how", ["min", "mean"])
+def test_reference_returns_rank_each_plan_by_the_lower_or_the_mean_of_the_two_returns(how):
+    cfg = PlannerConfig(num_samples=8, num_pi_samples=2, iterations=1, num_elites=4, reference_returns=how)
+    actions = torch.rand(64, cfg.horizon, 2, generator=torch.Generator().manual_seed(0)) * 2 - 1
+    fantasy, servo = FantasyModel(), QuadraticModel()
+    both = MPPIPlanner(fantasy, cfg, reference=servo).objective(FAR, actions, None)
+    alone = [MPPIPlanner(m, PlannerConfig(**{**vars(cfg), "reference_returns": ""})).objective(FAR, actions, None)
+             for m in (fantasy, servo)]
+    torch.testing.assert_close(both, torch.minimum(*alone) if how == "min" else 0.5 * (alone[0] + alone[1]))
+    assert (alone[0] > alone[1]).any()  # the fantasy does score some plans higher: the minimum is not trivial
+
+
+def test_the_pessimistic_reference_keeps_the_search_off_what_only_the_finetuned_dynamics_believe():
+    """Plain MPPI on the fantasy model commands x < -0.5 (it believes that reaches the goal); ranked by the lower
+    return of it and the reference servo, those plans rank by the servo's low return, and the planner drives toward
+    the goal (x > 0.5) as the servo alone would. The same holds when the fantasy arrives as a hot swap."""
+    kw = dict(num_samples=64, num_pi_samples=4, iterations=4, num_elites=8, max_std=1.0)
+    fooled = MPPIPlanner(FantasyModel(), PlannerConfig(**kw), seed=0).plan_latent(FAR)
+    built = MPPIPlanner(FantasyModel(), PlannerConfig(**kw, reference_returns="min"), seed=0,
+                        reference=QuadraticModel()).plan_latent(FAR)
+    swapped_planner = MPPIPlanner(QuadraticModel(), PlannerConfig(**kw, reference_returns="min"), seed=0)
+    swapped_planner.swap_model(FantasyModel())
+    swapped = swapped_planner.plan_latent(FAR)
+    assert fooled.action[0] < -0.5 < 0.5 < built.action[0], (fooled.action, built.action)
+    np.testing.assert_array_equal(built.mean, swapped.mean)
+
+
+def test_reference_returns_refuse_a_model_that_differs_outside_its_dynamics():
+    planner, model = _small_planner(seed=0, reference_returns="min")
+    adapted = WorldModel(GO2, SMALL)
+    adapted.load_state_dict(model.state_dict())
+    with torch.no_grad():
+        next(adapted.dynamics.parameters()).add_(0.1)
+    planner.swap_model(adapted)  # dynamics only: fine
+    obs = random_model_input(GO2)
+    assert planner.plan(obs).fallback is None
+    before = {k: v.clone() for k, v in planner.reference.state_dict().items()}
+    with torch.no_grad():  # the planner node loads the next update into the retired model's memory
+        next(model.dynamics.parameters()).add_(1.0)
+    for k, v in planner.reference.state_dict().items():  # the reference is the model the planner started with
+        torch.testing.assert_close(v, before[k], rtol=0, atol=0)
+    assert not torch.equal(next(planner.reference.dynamics.parameters()), next(model.dynamics.parameters()))
+    retrained = WorldModel(GO2, SMALL)
+    retrained.load_state_dict(adapted.state_dict())
+    with torch.no_grad():
+        next(retrained.encoder.parameters()).add_(0.1)
+    with pytest.raises(ValueError, match="dynamics only"):
+        planner.swap_model(retrained)
+    assert planner.model is adapted  # the refused model never ran
+    with pytest.raises(ValueError, match="dynamics only"):
+        MPPIPlanner(retrained, planner_preset("cpu", reference_returns="min"), reference=adapted)
+    MPPIPlanner(retrained, planner_preset("cpu"), reference=adapted)  # without the pessimism the reference is unused
+
+
+def test_reference_returns_must_be_a_known_rule():
+    with pytest.raises(ValueError, match="reference_returns"):
+        PlannerConfig(reference_returns="max")

@@ -111,8 +111,12 @@ def headline(summary: dict[str, float], task: str) -> dict[str, float]:
             "falls": summary.get("falls", summary.get("fell", float("nan")))}  # fmt: skip
 
 
-def make_planner(model: torch.nn.Module, manifest: Any, preset: str, overrides: dict[str, str], seed: int) -> Any:  # noqa: ANN401
-    """MPPIPlanner from a preset name (or ``checkpoint``: the manifest's stored config) plus overrides."""
+def make_planner(model: torch.nn.Module, manifest: Any, preset: str, overrides: dict[str, str], seed: int,  # noqa: ANN401
+                 reference: torch.nn.Module | None = None) -> Any:  # noqa: ANN401
+    """MPPIPlanner from a preset name (or ``checkpoint``: the manifest's stored config) plus overrides.
+
+    ``reference``: the model ``reference_returns`` also scores plans with (default ``model`` itself).
+    """
     from simdist_core.config import from_dict
     from simdist_core.planning.mppi import PlannerConfig
 
@@ -123,10 +127,11 @@ def make_planner(model: torch.nn.Module, manifest: Any, preset: str, overrides: 
         cfg = from_dict(PlannerConfig, stored)
     else:
         cfg = planner_preset(preset)
-    return planner_for(model, apply_overrides(cfg, overrides), seed)
+    return planner_for(model, apply_overrides(cfg, overrides), seed, reference)
 
 
-def planner_for(model: torch.nn.Module, cfg: Any, seed: int) -> Any:  # noqa: ANN401  (PlannerConfig -> MPPIPlanner)
+def planner_for(model: torch.nn.Module, cfg: Any, seed: int,  # noqa: ANN401  (PlannerConfig -> MPPIPlanner)
+                reference: torch.nn.Module | None = None) -> Any:  # noqa: ANN401
     """MPPIPlanner of ``cfg`` on ``model``, its horizon capped at what the model was trained to predict."""
     import dataclasses
 
@@ -134,7 +139,7 @@ def planner_for(model: torch.nn.Module, cfg: Any, seed: int) -> Any:  # noqa: AN
 
     if cfg.horizon > model.spec.horizon:
         cfg = dataclasses.replace(cfg, horizon=model.spec.horizon)
-    return MPPIPlanner(model, cfg, seed=seed)
+    return MPPIPlanner(model, cfg, seed=seed, reference=reference)
 
 
 def evaluate(
@@ -273,6 +278,10 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--incremental-commands", action="store_true",
                         help="with --late-link: each command is a move applied once on arrival (the UR5e hardware "
                              "driver); a step without a fresh command moves nothing")
+    parser.add_argument("--reference", type=Path, metavar="CHECKPOINT",
+                        help="with --planner reference_returns=min or mean: the checkpoint whose dynamics also "
+                             "score each plan (default: the one --checkpoint was finetuned from, its manifest's "
+                             "parent_checkpoint)")  # fmt: skip
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
     parser.add_argument("--json", type=Path, help="write the report here")
     parser.add_argument("--video", type=Path, metavar="PATH.mp4",
@@ -363,11 +372,18 @@ def main(argv: list[str]) -> int:
                          f"{model.spec.name}")
     try:
         planner = make_planner(model, manifest, cfg.preset, planner_overrides, cfg.seed)
-    except (KeyError, ValueError) as exc:  # --preset checkpoint without a stored config, or a bad --planner key
+        reference_path, reference = _reference(args, manifest, bool(planner.cfg.reference_returns))
+        if reference is not None:
+            planner = make_planner(model, manifest, cfg.preset, planner_overrides, cfg.seed, reference)
+    except (KeyError, ValueError) as exc:  # no stored config, a bad --planner key, a reference that does not fit
         raise UsageError(str(exc).strip("'\"")) from None
+    if planner.cfg.reference_returns:
+        print(f"{cfg.task}: plans ranked by the {planner.cfg.reference_returns} of the returns under --checkpoint's "
+              f"and {reference_path}'s dynamics")
     recorder = EpisodeRecorder(video, label=f"{cfg.task}  {args.checkpoint.name}") if video else None
     report = evaluate(model, cfg, env_overrides=env_overrides, planner=planner, manifest=manifest, recorder=recorder)
     report["checkpoint"] = str(args.checkpoint)
+    report["reference"] = str(reference_path) if planner.cfg.reference_returns else None
     metric = report["metric"]
     print(f"{cfg.task}: {metric} = {report[metric]:.3f} over {cfg.episodes} episodes"
           + (f", falls {report['falls']:.2f}" if "falls" in report else "")
@@ -390,6 +406,31 @@ def main(argv: list[str]) -> int:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(report, indent=1, default=json_default))
     return 0
+
+
+def _reference(args: argparse.Namespace, manifest: Any,  # noqa: ANN401
+               on: bool) -> tuple[Path | None, torch.nn.Module | None]:  # fmt: skip
+    """The reference checkpoint's path and model when the planner's ``reference_returns`` is ``on``.
+
+    Raises:
+        UsageError: ``--reference`` without ``reference_returns``, or with it no reference given or recorded.
+    """
+    from simdist_core.checkpoint import load_for_cli
+
+    if not on:
+        if args.reference is not None:
+            raise UsageError("--reference only counts with --planner reference_returns=min or mean")
+        return None, None
+    path = args.reference
+    if path is None:
+        parent = (getattr(manifest, "extra", None) or {}).get("parent_checkpoint")
+        if not isinstance(parent, str) or not parent:
+            raise UsageError("--planner reference_returns: give --reference (the checkpoint records no "
+                             "parent_checkpoint)")
+        path = Path(parent)
+    checkpoint_dir("--reference", path)
+    model, _ = load_for_cli("--reference", path)
+    return path, model.eval().requires_grad_(False)
 
 
 def _record_beside(checkpoint: Path, cfg: EvalConfig, video_cfg: VideoConfig, env_overrides: dict[str, str],

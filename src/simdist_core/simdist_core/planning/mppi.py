@@ -21,6 +21,7 @@ stand-in): ``spec.action_dim``, ``spec.horizon``, ``encode(obs)``, ``predict(lat
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import logging
 from dataclasses import dataclass
@@ -32,6 +33,10 @@ from torch import nn
 from simdist_core.models.world_model import Latent
 
 log = logging.getLogger(__name__)
+
+
+REFERENCE_RETURNS = ("", "min", "mean")
+"""``PlannerConfig.reference_returns``: off, the lower of the two returns, their mean."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,6 +92,15 @@ class PlannerConfig:
     lead its prior astray (no insertion), models finetuned on the shifted robot's data insert 0.51 / 0.14, still
     below the deployed planner without compensation; off by default. Costs one more model rollout of d steps and
     one prior call per tick that has committed actions."""
+    reference_returns: str = ""
+    """Also score each candidate with the reference dynamics (the model the planner was built with, before any hot
+    swap; ``MPPIPlanner(reference=...)`` names another) and rank it by ``"min"``, the lower of the two returns, or
+    ``"mean"``, their mean; ``""`` (default): the running model's return alone. Why: dynamics-only finetuning
+    teaches the dynamics the states the robot lived and may forget what it knew where the robot spent little time
+    (on the PTFE slope, the start from rest); the two models are then a two-member ensemble of which the planner
+    takes the pessimistic or the average view. Only for models that differ from the reference in their dynamics
+    alone (their latents and heads are the same); until a model has been swapped in, plans are those of the plain
+    objective, bit for bit. Costs one more rollout of every candidate once a finetuned model runs."""
 
     def __post_init__(self) -> None:
         for name in ("horizon", "iterations", "num_elites"):
@@ -110,6 +124,8 @@ class PlannerConfig:
             raise ValueError(f"pi_noise_std must be >= 0, got pi_noise_std={self.pi_noise_std}")
         if not self.prior_weight >= 0:  # also refuses nan
             raise ValueError(f"prior_weight must be >= 0, got prior_weight={self.prior_weight}")
+        if self.reference_returns not in REFERENCE_RETURNS:
+            raise ValueError(f"reference_returns must be one of {REFERENCE_RETURNS}, got {self.reference_returns!r}")
         if self.terminal_value_cap and not (self.terminal_value and self.num_pi_samples >= 1):
             raise ValueError("terminal_value_cap needs terminal_value=True and num_pi_samples >= 1, got "
                              f"{self.terminal_value=}, {self.num_pi_samples=}")
@@ -167,6 +183,25 @@ class PlanResult:
     """Candidates dropped because the model scored them non-finite."""
 
 
+def check_same_but_dynamics(reference: nn.Module, model: nn.Module) -> None:
+    """Raise unless ``model`` equals ``reference`` in every weight and buffer outside its dynamics.
+
+    ``reference_returns`` scores the same latent (``model``'s encoder) with both dynamics and their heads: that
+    means something only when the encoder and heads are the ones the reference's dynamics were trained with.
+
+    Raises:
+        ValueError: a weight outside the dynamics differs, or the two models do not have the same weights.
+    """
+    ref, new = reference.state_dict(), model.state_dict()
+    if ref.keys() != new.keys():
+        raise ValueError("reference_returns: the model and the reference have different weights")
+    changed = [k for k in ref if not k.startswith("dynamics.")
+               and (ref[k].shape != new[k].shape or not torch.equal(ref[k].cpu(), new[k].cpu()))]  # fmt: skip
+    if changed:
+        raise ValueError(f"reference_returns needs a model that differs from the reference in its dynamics only; "
+                         f"{len(changed)} other tensors differ (first: {changed[0]})")
+
+
 def episode_noise_seed(seed: int, episode_key: int) -> int:
     """A sampling-noise seed for one episode of a planner seeded ``seed``: independent streams per key.
 
@@ -180,12 +215,28 @@ class MPPIPlanner:
     """Batched MPPI over a world model, device-agnostic, seeded, warm-started."""
 
     def __init__(self, model: nn.Module, cfg: PlannerConfig | None = None, device: torch.device | str = "cpu",
-                 seed: int = 0) -> None:  # fmt: skip
+                 seed: int = 0, *, reference: nn.Module | None = None) -> None:  # fmt: skip
+        """A planner of ``model``; ``reference`` is the model ``reference_returns`` also scores plans with.
+
+        ``reference`` defaults to ``model``: the one the planner starts with, kept across hot swaps.
+
+        Raises:
+            ValueError: ``reference`` differs from ``model`` in more than its dynamics (``reference_returns``).
+        """
         self.cfg = cfg or PlannerConfig()
         self.device = torch.device(device)
         self.seed = seed
         self.generator = torch.Generator(device=self.device).manual_seed(seed)
         self.model = self._prepare(model)
+        if reference is not None:
+            self.reference = self._prepare(reference)
+        else:  # a copy of its own: the planner node loads later updates into the retired model's memory
+            self.reference = self._prepare(copy.deepcopy(model)) if self.cfg.reference_returns else self.model
+        self._reference_differs = reference is not None
+        """Whether the running model may differ from the reference (a reference was given, or a model swapped in);
+        until then ``reference_returns`` skips the second rollout, which would score the same."""
+        if self.cfg.reference_returns:
+            check_same_but_dynamics(self.reference, self.model)
         self._discounts = self.cfg.discount ** torch.arange(self.cfg.horizon, device=self.device, dtype=torch.float32)
         self._prev_mean: torch.Tensor | None = None
         self._last_latent: Latent | None = None
@@ -224,7 +275,10 @@ class MPPIPlanner:
             raise ValueError(
                 f"swap_model: action_dim {new_model.spec.action_dim} != current {self.model.spec.action_dim}"
             )
+        if self.cfg.reference_returns:
+            check_same_but_dynamics(self.reference, new_model)
         self.model = self._prepare(new_model)
+        self._reference_differs = True
 
     def set_num_samples(self, n: int) -> int:
         """Change the Gaussian sample count between ticks (a compute budget, ``deadline.SampleBudget``).
@@ -304,7 +358,7 @@ class MPPIPlanner:
                 pool_zs = self.model.predict(latent, candidates)
                 if cfg.terminal_value_cap:  # candidate 0 is the prior's noise-free plan (after ``fixed``)
                     value_cap = self._terminal_values(latent, pool_zs[:1])[0]
-                returns = self._objective(self._score(latent, candidates, pool_zs, value_cap), candidates, pi)  # (N,)
+                returns = self._objective(self._returns(latent, candidates, pool_zs, value_cap), candidates, pi)
                 prior_returns, prior_zs = returns[:n_prior], pool_zs[:n_prior]
             else:
                 sampled = candidates[n_prior:]
@@ -355,7 +409,7 @@ class MPPIPlanner:
             raise RuntimeError("predict_last_mean: no plan since the last reset")
         latent, mean = self._last_latent, self._prev_mean[None]
         zs = self.model.predict(latent, mean)  # (1, H, D)
-        value = float(self._score(latent, mean, zs, self._last_value_cap)[0])
+        value = float(self._returns(latent, mean, zs, self._last_value_cap)[0])
         return zs[0].cpu().numpy(), self.model.decode_probe(zs[0]).cpu().numpy(), value
 
     @torch.inference_mode()
@@ -449,17 +503,32 @@ class MPPIPlanner:
         if actions.shape[0] == 0:
             return actions.new_zeros(0), None
         zs = self.model.predict(latent, actions)
-        return self._score(latent, actions, zs, value_cap), zs
+        return self._returns(latent, actions, zs, value_cap), zs
+
+    def _returns(self, latent: Latent, actions: torch.Tensor, zs: torch.Tensor,
+                 value_cap: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
+        """The returns (N,) candidates are ranked by, from the running model's rollouts ``zs`` (``_score``).
+
+        With ``reference_returns``, once the running model is not the reference: the lower (``"min"``) or the
+        mean (``"mean"``) of it and the reference dynamics' return.
+        """
+        returns = self._score(latent, actions, zs, value_cap)
+        if not (self.cfg.reference_returns and self._reference_differs):
+            return returns
+        ref = self._score(latent, actions, self.reference.predict(latent, actions), value_cap, self.reference)
+        return torch.minimum(returns, ref) if self.cfg.reference_returns == "min" else 0.5 * (returns + ref)
 
     def _score(self, latent: Latent, actions: torch.Tensor, zs: torch.Tensor,
-               value_cap: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
+               value_cap: torch.Tensor | None = None, model: nn.Module | None = None) -> torch.Tensor:  # fmt: skip
         """Sum_k discount^k r_k + discount^H min(V(z_H), ``value_cap``) of ``actions`` (N, H, A), ``zs`` (N, H, D).
 
-        Without ``terminal_value`` the value term is left out; with ``value_cap`` None it is not capped.
+        Without ``terminal_value`` the value term is left out; with ``value_cap`` None it is not capped. The reward
+        and value heads are ``model``'s (default the running model).
         """
-        returns = (self.model.reward(latent, zs, actions) * self._discounts).sum(1)  # (N,)
+        model = model or self.model
+        returns = (model.reward(latent, zs, actions) * self._discounts).sum(1)  # (N,)
         if self.cfg.terminal_value:
-            values = self._terminal_values(latent, zs)
+            values = model.value(latent, zs[:, -1:])[:, 0]
             if value_cap is not None:
                 values = torch.minimum(values, value_cap)
             returns = returns + self.cfg.discount**self.cfg.horizon * values
