@@ -342,6 +342,17 @@ def test_anchor_on_start_windows_only_ignores_the_rest_of_each_episode(shifted):
     late["episode_step"] = batch["episode_step"] + start  # every window now starts past the start window
     assert at_start(bent, late)[1]["anchor"] == 0.0
     assert at_start(bent, batch)[1]["anchor"] > 0.0 and everywhere(bent, batch)[1]["anchor"] > 0.0
+    # It rolls out only the start windows, yet equals the anchor everywhere with the late windows masked out (the
+    # same perturbations: they are drawn for every window either way).
+    masked = {**batch, "valid": batch["valid"] & (batch["episode_step"] < start)[:, None]}
+    value = ActionEffectAnchor(model, weight=1.0, noise_std=0.5, seed=1, start_steps=start)(bent, batch)[0]
+    oracle = ActionEffectAnchor(model, weight=1.0, noise_std=0.5, seed=1)(bent, masked)[0]
+    torch.testing.assert_close(value, oracle, rtol=1e-5, atol=0.0)
+    rows = []
+    predict = bent.predict
+    bent.predict = lambda latent, actions: rows.append(actions.shape[0]) or predict(latent, actions)
+    at_start(bent, batch)
+    assert rows == [2 * int((batch["episode_step"] < start).sum())] and rows[0] < 2 * len(batch["episode_step"])
     # A window that covers every window's start is the anchor everywhere (same seed, same perturbations).
     widest = int(batch["episode_step"].max()) + 1
     wide = ActionEffectAnchor(model, weight=1.0, noise_std=0.5, seed=1, start_steps=widest)

@@ -63,12 +63,18 @@ class ActionEffectAnchor:
     def __call__(self, model: WorldModel, batch: Mapping[str, Any]) -> tuple[torch.Tensor, dict[str, float]]:
         """The weighted anchor term on ``batch`` (a WindowBatch: ``obs``, ``actions``, ``valid``, ``episode_step``)."""
         actions, valid = batch["actions"], batch["valid"]
-        if self.start_steps is not None:  # only the windows that start near their episode's start
-            valid = valid & (batch["episode_step"] < self.start_steps)[:, None]
-        both = torch.cat([actions, self.perturb(actions)])  # (2B, H, A): recorded, then perturbed
+        perturbed = self.perturb(actions)  # drawn for every window, so the draws do not depend on which are kept
+        obs = {key: value[:, 0] for key, value in batch["obs"].items()}
+        if self.start_steps is not None:  # only the windows that start near their episode's start are rolled out
+            keep = (batch["episode_step"] < self.start_steps).nonzero().squeeze(1)
+            if keep.numel() == 0:
+                return actions.new_zeros(()), {"anchor": 0.0}
+            actions, perturbed, valid = actions[keep], perturbed[keep], valid[keep]
+            obs = {key: value[keep] for key, value in obs.items()}
+        both = torch.cat([actions, perturbed])  # (2B, H, A): recorded, then perturbed
         b = actions.shape[0]
         with torch.no_grad():
-            latent = self.reference.encode({key: value[:, 0] for key, value in batch["obs"].items()})
+            latent = self.reference.encode(obs)
             ref = self.reference.predict(_twice(latent), both)
         new = model.predict(_twice(latent), both)
         drift = (new[b:] - new[:b]) - (ref[b:] - ref[:b])  # (B, H, D): change of the action effect
