@@ -117,6 +117,11 @@ def make_planner(model: torch.nn.Module, manifest: Any, preset: str, overrides: 
 
     ``reference``: the model ``reference_returns`` also scores plans with (default ``model`` itself).
     """
+    return planner_for(model, planner_config(manifest, preset, overrides), seed, reference)
+
+
+def planner_config(manifest: Any, preset: str, overrides: dict[str, str]) -> Any:  # noqa: ANN401  (-> PlannerConfig)
+    """The PlannerConfig of a preset name (or ``checkpoint``: the manifest's stored config) plus overrides."""
     from simdist_core.config import from_dict
     from simdist_core.planning.mppi import PlannerConfig
 
@@ -124,10 +129,8 @@ def make_planner(model: torch.nn.Module, manifest: Any, preset: str, overrides: 
         stored = getattr(manifest, "planner_config", None)
         if not isinstance(stored, dict):
             raise KeyError("--preset checkpoint, but the checkpoint stores no planner config; use cpu or reference")
-        cfg = from_dict(PlannerConfig, stored)
-    else:
-        cfg = planner_preset(preset)
-    return planner_for(model, apply_overrides(cfg, overrides), seed, reference)
+        return apply_overrides(from_dict(PlannerConfig, stored), overrides)
+    return apply_overrides(planner_preset(preset), overrides)
 
 
 def planner_for(model: torch.nn.Module, cfg: Any, seed: int,  # noqa: ANN401  (PlannerConfig -> MPPIPlanner)
@@ -371,10 +374,9 @@ def main(argv: list[str]) -> int:
         raise UsageError(f"--task {cfg.task!r} is a {robot} task but --checkpoint {str(args.checkpoint)!r} is for "
                          f"{model.spec.name}")
     try:
-        planner = make_planner(model, manifest, cfg.preset, planner_overrides, cfg.seed)
-        reference_path, reference = _reference(args, manifest, bool(planner.cfg.reference_returns))
-        if reference is not None:
-            planner = make_planner(model, manifest, cfg.preset, planner_overrides, cfg.seed, reference)
+        planner_cfg = planner_config(manifest, cfg.preset, planner_overrides)
+        reference_path, reference = _reference(args, manifest, bool(planner_cfg.reference_returns))
+        planner = planner_for(model, planner_cfg, cfg.seed, reference)
     except (KeyError, ValueError) as exc:  # no stored config, a bad --planner key, a reference that does not fit
         raise UsageError(str(exc).strip("'\"")) from None
     if planner.cfg.reference_returns:

@@ -529,18 +529,18 @@ class MPPIPlanner:
         Without ``terminal_value`` the value term is left out; with ``value_cap`` None it is not capped. The reward
         and value heads are ``model``'s (default the running model).
         """
-        model = model or self.model
+        model = self.model if model is None else model
         returns = (model.reward(latent, zs, actions) * self._discounts).sum(1)  # (N,)
         if self.cfg.terminal_value:
-            values = model.value(latent, zs[:, -1:])[:, 0]
+            values = self._terminal_values(latent, zs, model)
             if value_cap is not None:
                 values = torch.minimum(values, value_cap)
             returns = returns + self.cfg.discount**self.cfg.horizon * values
         return returns
 
-    def _terminal_values(self, latent: Latent, zs: torch.Tensor) -> torch.Tensor:
-        """V of each rollout's last predicted latent, (N,) for ``zs`` (N, H, D)."""
-        return self.model.value(latent, zs[:, -1:])[:, 0]
+    def _terminal_values(self, latent: Latent, zs: torch.Tensor, model: nn.Module | None = None) -> torch.Tensor:
+        """V of each rollout's last predicted latent, (N,) for ``zs`` (N, H, D), by ``model`` (default: running)."""
+        return (self.model if model is None else model).value(latent, zs[:, -1:])[:, 0]
 
     def _fallback(self, reason: str) -> PlanResult:
         """Safe result: zero action (default pose / hold); clears the warm start."""
