@@ -325,3 +325,22 @@ def test_build_planner_presets_and_overrides(tmp_path):
         build_planner(m2, manifest2, "gpu_fast", (), "cpu", 0)
     with pytest.raises(ValueError, match="unknown config key"):
         build_planner(m2, manifest2, "cpu", ("no_such_key=1",), "cpu", 0)
+
+
+@pytest.mark.timeout(300)
+def test_planner_node_refuses_a_reference_checkpoint_it_would_not_use(tmp_path):
+    """``reference_checkpoint`` without ``reference_returns`` is a configuration mistake: the node stops at start
+    and says so, instead of running without what its operator asked for."""
+    model = tiny_world_model("go2")
+    save_checkpoint(tmp_path / "v1", model, version=1)
+    params = {"checkpoint": str(tmp_path / "v1"), "control_hz": HZ, "planner_overrides": PLANNER,
+              "reference_checkpoint": str(tmp_path / "v1")}
+    node = NodeProcess("planner_node", params, "planner", unique_namespace("planner_reference"))
+    try:
+        deadline = time.monotonic() + 120.0
+        while node.alive() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not node.alive(), node.log()[-3000:]
+        assert "no reference_returns" in node.log()
+    finally:
+        node.stop()

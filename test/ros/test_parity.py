@@ -155,7 +155,7 @@ def test_in_process_side_gives_a_model_finetuned_here_the_adapted_tie(tmp_path, 
     seen = []
 
     def fake_evaluate(model, cfg, **kwargs):
-        seen.append(kwargs["planner_overrides"]["prior_weight"])
+        seen.append(kwargs["planner"].cfg.prior_weight)
         return {"per_episode": [], "sim_s": 0.0, "wall_s": 0.0, "plan_ms_p50": 0.0, "plan_ms_p99": 0.0}
 
     monkeypatch.setattr(closed_loop, "evaluate", fake_evaluate)
@@ -166,7 +166,7 @@ def test_in_process_side_gives_a_model_finetuned_here_the_adapted_tie(tmp_path, 
     sets = ["planner.adapted_prior_weight=500.0", "planner.adapted_after_data_steps=13600"]
     for name in ("shipped", "early", "adapted"):
         parity.in_process("ur5e/peg", tmp_path / name, 1, 1.0, 1000, sets=sets)
-    assert seen == ["1000", "1000", "500.0"]
+    assert seen == [1000.0, 1000.0, 500.0]
     assert parity.deployed_adapted_tie("ur5e", sets).applies(13_600)
 
 
@@ -190,3 +190,37 @@ def test_in_process_side_evaluates_the_model_frozen_as_the_nodes_load_it(tmp_pat
     save_checkpoint(tmp_path / "m", tiny_world_model("go2"), version=1)
     parity.in_process("go2/flat", tmp_path / "m", 1, 1.0, 1000)
     assert seen == [(False, False)]
+
+
+def test_in_process_side_scores_plans_with_the_planner_nodes_reference_checkpoint(tmp_path, monkeypatch):
+    """``planner.reference_checkpoint`` with ``reference_returns``: the in-process planner's reference is that
+    checkpoint's model, as the planner node loads it; without the parameter there is none beside the model."""
+    import simdist_core.eval.closed_loop as closed_loop
+    import torch
+    from node_harness import tiny_world_model
+    from simdist_core.checkpoint import save_checkpoint
+
+    seen = []
+
+    def fake_evaluate(model, cfg, **kwargs):
+        planner = kwargs["planner"]
+        seen.append((planner.cfg.reference_returns, planner._reference_differs,
+                     next(planner.reference.dynamics.parameters()).clone()))
+        return {"per_episode": [], "sim_s": 0.0, "wall_s": 0.0, "plan_ms_p50": 0.0, "plan_ms_p99": 0.0}
+
+    monkeypatch.setattr(closed_loop, "evaluate", fake_evaluate)
+    shipped = tiny_world_model("ur5e")
+    adapted = tiny_world_model("ur5e")
+    adapted.load_state_dict(shipped.state_dict())
+    with torch.no_grad():
+        next(adapted.dynamics.parameters()).add_(0.5)
+    save_checkpoint(tmp_path / "shipped", shipped, version=1)
+    save_checkpoint(tmp_path / "adapted", adapted, version=2)
+    sets = ['planner.planner_overrides=["prior_weight=200", "reference_returns=min"]',
+            f"planner.reference_checkpoint={tmp_path / 'shipped'}"]
+    report = parity.in_process("ur5e/peg", tmp_path / "adapted", 1, 1.0, 1000, sets=sets)
+    parity.in_process("ur5e/peg", tmp_path / "adapted", 1, 1.0, 1000, sets=sets[:1])
+    (rule, differs, weights), (rule_alone, differs_alone, _) = seen
+    assert rule == rule_alone == "min" and differs and not differs_alone
+    torch.testing.assert_close(weights, next(shipped.dynamics.parameters()))
+    assert report["reference_checkpoint"] == str(tmp_path / "shipped")

@@ -60,15 +60,17 @@ def build_planner(
     overrides: tuple[str, ...],
     device: str,
     seed: int,  # noqa: ANN401
+    reference: Any = None,  # noqa: ANN401
 ) -> Any:  # noqa: ANN401
     """The MPPI planner of a named config with ``key=value`` overrides applied.
 
     ``preset`` is a ``PRESETS`` name, ``"checkpoint"`` (the config stored beside the weights) or ``"auto"``
-    (the stored config if present, else ``"cpu"``).
+    (the stored config if present, else ``"cpu"``). ``reference``: the model ``reference_returns`` also scores
+    plans with (default: ``model``, kept across hot swaps).
 
     Raises:
         KeyError: unknown preset (lists the valid ones) or ``"checkpoint"`` with no stored planner config.
-        ValueError: a malformed override.
+        ValueError: a malformed override, or a ``reference`` that differs from ``model`` outside its dynamics.
     """
     from simdist_core.planning.mppi import MPPIPlanner, PlannerConfig, planner_preset
 
@@ -83,7 +85,7 @@ def build_planner(
         cfg = planner_preset(preset)
     if overrides:
         cfg = apply_overrides(cfg, parse_overrides(overrides))
-    return MPPIPlanner(model, cfg, device=device, seed=seed)
+    return MPPIPlanner(model, cfg, device=device, seed=seed, reference=reference)
 
 
 class _LogBudget:

@@ -121,7 +121,7 @@ def in_process(task: str, checkpoint: Path, episodes: int, seconds: float, first
     Returns the per-episode results and the planner config used.
     """
     import torch
-    from simdist_core.eval.closed_loop import EvalConfig, evaluate
+    from simdist_core.eval.closed_loop import EvalConfig, evaluate, make_planner
     from simdist_core.planning.adapted_tie import finetuned_data_steps
 
     from simdist_ros.model_swap import load_model
@@ -137,17 +137,20 @@ def in_process(task: str, checkpoint: Path, episodes: int, seconds: float, first
     hold = deployed_heading_hold(model.spec.name, sets)
     if preset == "auto":  # as the planner node resolves it
         preset = "checkpoint" if isinstance(getattr(manifest, "planner_config", None), dict) else "cpu"
+    reference_path = deployed_parameters(model.spec.name, "planner", sets).get("reference_checkpoint") or ""
+    reference = load_model(reference_path, "cpu")[0] if reference_path else None  # as the planner node loads it
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         result = evaluate(model, EvalConfig(task=task, episodes=episodes, seconds=seconds, seed=first_seed,
                                             preset=preset, command_ramp_s=ramp_s, heading_hold=hold),
-                          manifest=manifest,
-                          planner_overrides=overrides, recorder=recorder)  # fmt: skip
+                          manifest=manifest, recorder=recorder,
+                          planner=make_planner(model, manifest, preset, overrides, first_seed, reference))  # fmt: skip
     finally:
         torch.set_num_threads(threads)
     per_episode = [{"seed": first_seed + i, **m} for i, m in enumerate(result["per_episode"])]
     return {"preset": preset, "planner_overrides": overrides, "command_ramp_s": ramp_s, "heading_hold": hold,
+            "reference_checkpoint": reference_path,
             "sim_s": result["sim_s"],
             "wall_s": round(result["wall_s"], 1), "torch_threads": 1, "plan_ms_p50": result["plan_ms_p50"],
             "plan_ms_p99": result["plan_ms_p99"], "per_episode": per_episode}  # fmt: skip

@@ -100,6 +100,10 @@ class PlannerParams:
     ``auto`` (the stored config if there is one, else the ``cpu`` preset)."""
     planner_overrides: tuple[str, ...]
     """``key=value`` overrides of the chosen planner config (e.g. ``num_samples=64``)."""
+    reference_checkpoint: str
+    """With ``reference_returns`` in ``planner_overrides``: the checkpoint whose dynamics also score each plan (the
+    model the running one was finetuned from, e.g. the shipped one when the node starts from an adapted checkpoint);
+    empty = the model this node starts with."""
     adapted_prior_weight: float
     """The tie to the policy prior for a model finetuned on this robot (``adapted_tie.AdaptedTie``); negative =
     every model keeps the configured ``prior_weight``."""
@@ -154,6 +158,8 @@ ROWS = (
         read_only=True,
     ),
     P("planner_overrides", (), "key=value overrides of that planner config, e.g. num_samples=64", read_only=True),
+    P("reference_checkpoint", "", "With reference_returns: the checkpoint whose dynamics also score each plan; "
+      "empty = the model the node starts with", read_only=True),
     P("adapted_prior_weight", -1.0, "prior_weight for a model finetuned on this robot; negative = keep the config's",
       lo=-1.0, hi=1e9, read_only=True),
     P("adapted_after_data_steps", 0, "Robot data steps a model must be finetuned on to count as adapted", lo=0,
@@ -187,9 +193,12 @@ class PlannerNode(Node):
         self.spec = model.spec
         if params.robot and params.robot != self.spec.name:
             raise ValueError(f"parameter robot={params.robot!r} but checkpoint {path} is for {self.spec.name!r}")
+        reference = load_model(params.reference_checkpoint, params.device)[0] if params.reference_checkpoint else None
         self.planner = build_planner(
-            model, manifest, params.planner_preset, params.planner_overrides, params.device, params.seed
+            model, manifest, params.planner_preset, params.planner_overrides, params.device, params.seed, reference
         )
+        if reference is not None and not self.planner.cfg.reference_returns:
+            raise ValueError("reference_checkpoint is set but planner_overrides has no reference_returns=min|mean")
         self.model_version = str(manifest_get(manifest, "version", "unknown"))
         self._tie = AdaptedTie(params.adapted_prior_weight, params.adapted_after_data_steps)
         self._deployed_prior_weight = self.planner.cfg.prior_weight
