@@ -36,7 +36,7 @@ from simdist_core.checkpoint_auth import (
     verify_tag,
     version_dir_name,
 )
-from simdist_core.config import apply_overrides, from_dict, parse_overrides
+from simdist_core.config import from_dict, parse_overrides
 from simdist_core.planning.adapted_tie import finetuned_data_steps
 
 from simdist_ros.model_update import FROZEN_PARTS, REFUSAL_KINDS, Announcement, UpdateRefused, parse_announcement
@@ -72,19 +72,9 @@ def build_planner(
         KeyError: unknown preset (lists the valid ones) or ``"checkpoint"`` with no stored planner config.
         ValueError: a malformed override, or a ``reference`` that differs from ``model`` outside its dynamics.
     """
-    from simdist_core.planning.mppi import MPPIPlanner, PlannerConfig, planner_preset
+    from simdist_core.planning.mppi import MPPIPlanner, planner_config_from
 
-    stored = manifest_get(manifest, "planner_config")
-    if preset == "auto":
-        preset = "checkpoint" if isinstance(stored, dict) else "cpu"
-    if preset == "checkpoint":
-        if not isinstance(stored, dict):
-            raise KeyError("planner_preset=checkpoint but the checkpoint manifest stores no 'planner' config")
-        cfg = from_dict(PlannerConfig, stored)
-    else:
-        cfg = planner_preset(preset)
-    if overrides:
-        cfg = apply_overrides(cfg, parse_overrides(overrides))
+    cfg = planner_config_from(manifest_get(manifest, "planner_config"), preset, parse_overrides(overrides))
     return MPPIPlanner(model, cfg, device=device, seed=seed, reference=reference)
 
 

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from simdist_core.cliargs import ArgumentParser, UsageError, check_positive, checkpoint_dir, cli_main
-from simdist_core.config import apply_cli_overrides, apply_overrides, parse_overrides, to_dict
+from simdist_core.config import apply_cli_overrides, parse_overrides, to_dict
 from simdist_core.eval.late_link import LINK_TIMINGS, LateLink
 from simdist_core.eval.rollout import EpisodeStats, run_episode, summarise
 from simdist_core.eval.video import EpisodeRecorder, VideoConfig
@@ -122,15 +122,9 @@ def make_planner(model: torch.nn.Module, manifest: Any, preset: str, overrides: 
 
 def planner_config(manifest: Any, preset: str, overrides: dict[str, str]) -> Any:  # noqa: ANN401  (-> PlannerConfig)
     """The PlannerConfig of a preset name (or ``checkpoint``: the manifest's stored config) plus overrides."""
-    from simdist_core.config import from_dict
-    from simdist_core.planning.mppi import PlannerConfig
+    from simdist_core.planning.mppi import planner_config_from
 
-    if preset == "checkpoint":
-        stored = getattr(manifest, "planner_config", None)
-        if not isinstance(stored, dict):
-            raise KeyError("--preset checkpoint, but the checkpoint stores no planner config; use cpu or reference")
-        return apply_overrides(from_dict(PlannerConfig, stored), overrides)
-    return apply_overrides(planner_preset(preset), overrides)
+    return planner_config_from(getattr(manifest, "planner_config", None), preset, overrides)
 
 
 def planner_for(model: torch.nn.Module, cfg: Any, seed: int,  # noqa: ANN401  (PlannerConfig -> MPPIPlanner)

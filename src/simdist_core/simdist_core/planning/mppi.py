@@ -24,6 +24,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -185,6 +186,30 @@ class PlanResult:
     """Why the safe action was used instead of a plan, or None."""
     num_nonfinite: int = 0
     """Candidates dropped because the model scored them non-finite."""
+
+
+def planner_config_from(stored: Mapping[str, object] | None, preset: str,
+                        overrides: Mapping[str, str] | None = None) -> PlannerConfig:  # fmt: skip
+    """The config of a preset plus ``key=value`` overrides.
+
+    ``preset``: a ``PRESETS`` name, ``"checkpoint"`` (``stored``, the config a checkpoint keeps beside its weights)
+    or ``"auto"`` (``stored`` if there is one, else ``"cpu"``).
+
+    Raises:
+        KeyError: an unknown preset (lists the valid ones), or ``"checkpoint"`` with no stored config.
+        ValueError: a bad override.
+    """
+    from simdist_core.config import apply_overrides, from_dict
+
+    if preset == "auto":
+        preset = "checkpoint" if isinstance(stored, Mapping) else "cpu"
+    if preset == "checkpoint":
+        if not isinstance(stored, Mapping):
+            raise KeyError("preset checkpoint, but the checkpoint stores no planner config; use cpu or reference")
+        cfg = from_dict(PlannerConfig, dict(stored))
+    else:
+        cfg = planner_preset(preset)
+    return apply_overrides(cfg, overrides) if overrides else cfg
 
 
 def check_same_but_dynamics(reference: nn.Module, model: nn.Module) -> None:
