@@ -105,7 +105,9 @@ class PlannerConfig:
     preset, one thread: 13 ms at the median instead of 7-8), and each hot swap compares the new model's weights
     outside the dynamics with the reference's (2.5-3.5 ms for the shipped Go2 model, in the tick that swaps).
     Measured on the PTFE slope (``bench_results/GO2_CSR_PTFE_REFERENCE_MEAN.md``): ``mean`` not shown to help the
-    finetuned models (+0.314 m [-0.049, 0.718] on 60 new episodes), ``min`` no different; off by default."""
+    finetuned models (+0.314 m [-0.049, 0.718] on 60 new episodes), ``min`` no different; on the UR5e's milder
+    stand-in at tie 200 (``bench_results/UR5E_REFERENCE_MIN.md``) ``min`` +0.067 [-0.039, 0.167] over the adapted
+    models alone (not shown), +0.144 [0.039, 0.25] over the deployed planner's zero-shot. Off by default."""
 
     def __post_init__(self) -> None:
         for name in ("horizon", "iterations", "num_elites"):
