@@ -344,3 +344,57 @@ def test_planner_node_refuses_a_reference_checkpoint_it_would_not_use(tmp_path):
         assert "no reference_returns" in node.log()
     finally:
         node.stop()
+
+
+@pytest.mark.timeout(300)
+def test_planner_node_with_reference_returns_swaps_dynamics_updates_and_refuses_others(tmp_path):
+    """``reference_returns=min`` over DDS: a dynamics-only update is swapped in and planned with (beside the model the
+    node started with); an update that also changed the reward head passes the swapper's checks (the reward is no
+    frozen part) but not the planner's, is refused as a config mismatch, and the running model keeps planning."""
+    model = tiny_world_model("go2")
+    save_checkpoint(tmp_path / "v1", model, version=1)
+    updates, key_file, key = update_source(tmp_path)
+    ns = unique_namespace("planner_reference")
+    params = {"checkpoint": str(tmp_path / "v1"), "control_hz": HZ,
+              "planner_overrides": [*PLANNER, "reference_returns=min"], "diagnostics_period_s": 0.25,
+              "update_dir": str(updates), "update_key_file": str(key_file)}  # fmt: skip
+    node = NodeProcess("planner_node", params, "planner", ns)
+    obs = Observer(ns)
+    try:
+        commands = obs.collect(Float64MultiArray, topics.COMMAND, qos.command(HZ))
+        diags = obs.collect(DiagnosticArray, topics.DIAGNOSTICS, qos.RELIABLE)
+        latent_pub = obs.publisher(Float32MultiArray, topics.LATENT, qos.LATENT(HZ))
+        update_pub = obs.publisher(String, topics.MODEL_UPDATE, qos.ANNOUNCE)
+        rng = np.random.default_rng(1)
+        z, ctx = rng.normal(size=16), rng.normal(size=(51, 16))
+        feed = every(1.0 / HZ, lambda: latent_pub.publish(msgs.make_latent(
+            {"z": z, "context": ctx, "applied_delay": np.zeros(1)}, obs.node.get_clock().now().nanoseconds)))
+        planned = lambda: sum(1 for c in commands if np.any(np.asarray(c.data) != 0.0))  # noqa: E731
+        assert obs.spin_until(lambda: planned() >= 5 or not node.alive(), 120.0, on_spin=feed), node.log()[-3000:]
+
+        with torch.no_grad():
+            for p in model.dynamics.parameters():
+                p.add_(0.01)
+        save_checkpoint(updates / "v0002", model, version=2, parent_version=1, parts_changed=("dynamics",))
+        _announce(update_pub, key, updates / "v0002")
+        assert obs.spin_until(lambda: diag_values(diags, "planner").get("model_version") == "2", 60.0,
+                              on_spin=feed), node.log()[-3000:]
+        commands.clear()
+        assert obs.spin_until(lambda: planned() >= 5, 30.0, on_spin=feed), "the swapped-in model must plan"
+
+        with torch.no_grad():
+            for p in model.reward_head.parameters():
+                p.add_(0.01)
+        save_checkpoint(updates / "v0003", model, version=3, parent_version=2, parts_changed=("reward", "dynamics"))
+        _announce(update_pub, key, updates / "v0003", parts=("reward", "dynamics"))
+        mismatch = lambda: _int(diags, "refused_config_mismatch")  # noqa: E731
+        assert obs.spin_until(lambda: mismatch() == 1, 60.0, on_spin=feed), node.log()[-3000:]
+        commands.clear()
+        assert obs.spin_until(lambda: planned() >= 5, 30.0, on_spin=feed)
+        values = diag_values(diags, "planner")
+        assert values["model_version"] == "2" and int(values["swaps"]) == 1
+        assert "dynamics only" in node.log()
+    finally:
+        obs.close()
+        rc = node.stop()
+    assert rc == 0, f"planner_node did not exit cleanly (rc={rc}):\n{node.log()[-3000:]}"
