@@ -546,28 +546,26 @@ class MPPIPlanner:
         returns = self._score(latent, actions, zs, value_cap)
         if not (self.cfg.reference_returns and self._reference_differs):
             return returns
-        ref = self._score(latent, actions, self.reference.predict(latent, actions), value_cap, self.reference)
+        ref = self._score(latent, actions, self.reference.predict(latent, actions), value_cap)  # heads are equal
         return torch.minimum(returns, ref) if self.cfg.reference_returns == "min" else 0.5 * (returns + ref)
 
     def _score(self, latent: Latent, actions: torch.Tensor, zs: torch.Tensor,
-               value_cap: torch.Tensor | None = None, model: nn.Module | None = None) -> torch.Tensor:  # fmt: skip
+               value_cap: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
         """Sum_k discount^k r_k + discount^H min(V(z_H), ``value_cap``) of ``actions`` (N, H, A), ``zs`` (N, H, D).
 
-        Without ``terminal_value`` the value term is left out; with ``value_cap`` None it is not capped. The reward
-        and value heads are ``model``'s (default the running model).
+        Without ``terminal_value`` the value term is left out; with ``value_cap`` None it is not capped.
         """
-        model = self.model if model is None else model
-        returns = (model.reward(latent, zs, actions) * self._discounts).sum(1)  # (N,)
+        returns = (self.model.reward(latent, zs, actions) * self._discounts).sum(1)  # (N,)
         if self.cfg.terminal_value:
-            values = self._terminal_values(latent, zs, model)
+            values = self._terminal_values(latent, zs)
             if value_cap is not None:
                 values = torch.minimum(values, value_cap)
             returns = returns + self.cfg.discount**self.cfg.horizon * values
         return returns
 
-    def _terminal_values(self, latent: Latent, zs: torch.Tensor, model: nn.Module | None = None) -> torch.Tensor:
-        """V of each rollout's last predicted latent, (N,) for ``zs`` (N, H, D), by ``model`` (default: running)."""
-        return (self.model if model is None else model).value(latent, zs[:, -1:])[:, 0]
+    def _terminal_values(self, latent: Latent, zs: torch.Tensor) -> torch.Tensor:
+        """V of each rollout's last predicted latent, (N,) for ``zs`` (N, H, D)."""
+        return self.model.value(latent, zs[:, -1:])[:, 0]
 
     def _fallback(self, reason: str) -> PlanResult:
         """Safe result: zero action (default pose / hold); clears the warm start."""
