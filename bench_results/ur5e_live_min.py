@@ -25,11 +25,17 @@ def load_run(run: str) -> dict:
     summary = json.loads(path.read_text())
     fixed = summary["fixed_seed_evaluation"]
     sets = fixed["set"]
-    if (summary["task"] != TASK or sets[:2] != SETS or not sets[2].endswith("/checkpoints/ur5e")
-            or round(summary["sim_time_s"]) < 900 or fixed["episodes"] != 20 or fixed["first_seed"] != 1001
-            or fixed["torch_threads"] != 1 or fixed["adapted"]["planner_overrides"] != {
-                "prior_weight": "200.0", "reference_returns": "min"}
-            or any(code != 0 for code in summary["exit_codes"].values())):
+    if (
+        summary["task"] != TASK
+        or sets[:2] != SETS
+        or not sets[2].endswith("/checkpoints/ur5e")
+        or round(summary["sim_time_s"]) < 900
+        or fixed["episodes"] != 20
+        or fixed["first_seed"] != 1001
+        or fixed["torch_threads"] != 1
+        or fixed["adapted"]["planner_overrides"] != {"prior_weight": "200.0", "reference_returns": "min"}
+        or any(code != 0 for code in summary["exit_codes"].values())
+    ):
         raise SystemExit(f"{path} is not the protocol's run")
     return summary
 
@@ -39,10 +45,17 @@ def load_arm(name: str, tie: float, rule: str) -> dict:
     path = FOLDER / f"{name}.json"
     report = json.loads(path.read_text())
     planner = report["planner"]
-    if (report["task"] != TASK or report["episodes"] != 60 or report.get("seed") != 99000
-            or report["preset"] != "cpu" or report["torch_threads"] != 1 or planner["prior_weight"] != tie
-            or planner.get("reference_returns", "") != rule or report["env_overrides"] != {}
-            or (rule and report.get("reference") != "checkpoints/ur5e")):
+    if (
+        report["task"] != TASK
+        or report["episodes"] != 60
+        or report.get("seed") != 99000
+        or report["preset"] != "cpu"
+        or report["torch_threads"] != 1
+        or planner["prior_weight"] != tie
+        or planner.get("reference_returns", "") != rule
+        or report["env_overrides"] != {}
+        or (rule and report.get("reference") != "checkpoints/ur5e")
+    ):
         raise SystemExit(f"{path}: not the protocol's run")
     return report
 
@@ -65,14 +78,22 @@ def loop_row(summary: dict) -> dict:
 
 def demo_reading(runs: dict[str, dict]) -> dict:
     """Reading 2: the demo's 20 fixed episodes, last adapted minus shipped, pooled over the runs."""
-    ev = {k: [[float(e["success"]) for e in s["fixed_seed_evaluation"][k]["per_episode"]] for s in runs.values()]
-          for k in ("shipped", "adapted")}
+    ev = {
+        k: [[float(e["success"]) for e in s["fixed_seed_evaluation"][k]["per_episode"]] for s in runs.values()]
+        for k in ("shipped", "adapted")
+    }
     diff = paired(ev["adapted"], ev["shipped"])
-    out: dict = {**diff, "verdict": verdict(diff, "the live graph adapts above the deployed planner",
-                                            "below the deployed planner", "not shown"),
-                 "shipped": pooled_ci(ev["shipped"]), "adapted": pooled_ci(ev["adapted"]),
-                 "per_run": {k: [sum(c) / len(c) for c in ev[name]] for k, name in (("shipped", "shipped"),
-                                                                                     ("adapted", "adapted"))}}
+    out: dict = {
+        **diff,
+        "verdict": verdict(
+            diff, "the live graph adapts above the deployed planner", "below the deployed planner", "not shown"
+        ),
+        "shipped": pooled_ci(ev["shipped"]),
+        "adapted": pooled_ci(ev["adapted"]),
+        "per_run": {
+            k: [sum(c) / len(c) for c in ev[name]] for k, name in (("shipped", "shipped"), ("adapted", "adapted"))
+        },
+    }
     try:
         ratio, low, high = paired_cluster_ratio_ci(ev["adapted"], ev["shipped"])
         out["ratio"] = {"mean": round(ratio, 3), "ci95": [round(low, 3), round(high, 3)]}
@@ -101,8 +122,10 @@ def main() -> None:
     if all(p.exists() for p in old):
         before = [load_arm(f"live_1000_{run}", 1000.0, "") for run in RUNS]
         compare = versus(live, before)
-        out["live_min_minus_live_1000"] = {**compare, "verdict": verdict(
-            compare, "better than the tie-1000 live loop", "worse", "not shown")}
+        out["live_min_minus_live_1000"] = {
+            **compare,
+            "verdict": verdict(compare, "better than the tie-1000 live loop", "worse", "not shown"),
+        }
         out["arms"]["live_1000"] = arm_row(before)
     else:
         out["live_min_minus_live_1000"] = "not run"
