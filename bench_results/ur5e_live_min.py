@@ -65,6 +65,7 @@ def loop_row(summary: dict) -> dict:
     planner, loop = summary["planner"], summary["loop"]
     return {"hot_swaps": len(summary["swaps"]), "swaps_refused": int(planner["swaps_refused"]),
             "episodes_lived": int(float(summary["robot_diagnostics"]["episodes"])),
+        "insertions_lived": int(summary["progress_total"]),
             "planner_ticks_kept": round(loop["planner_ticks_kept"], 4),
             "fresh_command_share": round(loop["fresh_command_share"], 4), "achieved_rtf": loop["achieved_rtf"],
             "gaussian_samples_at_end": int(planner["num_samples"]),
@@ -127,6 +128,8 @@ def main() -> None:
             "verdict": verdict(compare, "better than the tie-1000 live loop", "worse", "not shown"),
         }
         out["arms"]["live_1000"] = arm_row(before)
+        # added after the reading, no verdict: the earlier live models against the deployed zero-shot here
+        out["beside_live_1000_minus_deployed_zero_shot"] = versus(before, shipped)
     else:
         out["live_min_minus_live_1000"] = "not run"
     Path("bench_results/ur5e_live_min.json").write_text(json.dumps(out, indent=1) + "\n")
