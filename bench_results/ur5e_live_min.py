@@ -132,6 +132,14 @@ def main() -> None:
         out["beside_live_1000_minus_deployed_zero_shot"] = versus(before, shipped)
     else:
         out["live_min_minus_live_1000"] = "not run"
+    at1000 = [FOLDER / f"live_min_at1000_{run}.json" for run in RUNS]
+    if all(p.exists() for p in at1000) and all(p.exists() for p in old):  # the addendum's arms, beside, no verdict
+        tight = [load_arm(f"live_min_at1000_{run}", 1000.0, "") for run in RUNS]
+        out["addendum_live_min_models_at_tie_1000"] = {
+            "minus_deployed_zero_shot": versus(tight, shipped),
+            "minus_live_1000_models": versus(tight, [load_arm(f"live_1000_{run}", 1000.0, "") for run in RUNS]),
+        }
+        out["arms"]["live_min_at1000"] = arm_row(tight)
     Path("bench_results/ur5e_live_min.json").write_text(json.dumps(out, indent=1) + "\n")
     print(json.dumps(out, indent=1))
 
