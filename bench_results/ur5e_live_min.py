@@ -11,7 +11,7 @@ from pathlib import Path
 
 from eval_arms import paired, pooled_ci
 from simdist_core.eval.stats import paired_cluster_ratio_ci
-from ur5e_reference_min import arm_row, verdict, versus
+from ur5e_reference_min import arm_row, load, verdict, versus
 
 TASK = "ur5e/peg_mild_shift"
 RUNS = ("r1", "r2", "r3")
@@ -41,23 +41,8 @@ def load_run(run: str) -> dict:
 
 
 def load_arm(name: str, tie: float, rule: str) -> dict:
-    """One new-episode arm's report, checked to be the protocol's run."""
-    path = FOLDER / f"{name}.json"
-    report = json.loads(path.read_text())
-    planner = report["planner"]
-    if (
-        report["task"] != TASK
-        or report["episodes"] != 60
-        or report.get("seed") != 99000
-        or report["preset"] != "cpu"
-        or report["torch_threads"] != 1
-        or planner["prior_weight"] != tie
-        or planner.get("reference_returns", "") != rule
-        or report["env_overrides"] != {}
-        or (rule and report.get("reference") != "checkpoints/ur5e")
-    ):
-        raise SystemExit(f"{path}: not the protocol's run")
-    return report
+    """One new-episode arm's report, checked to be the protocol's run (the checks of ``ur5e_reference_min.load``)."""
+    return load(FOLDER, name, 60, 99000, tie, rule)
 
 
 def loop_row(summary: dict) -> dict:
