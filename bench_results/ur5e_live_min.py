@@ -125,6 +125,14 @@ def main() -> None:
             "minus_live_1000_models": versus(tight, [load_arm(f"live_1000_{run}", 1000.0, "") for run in RUNS]),
         }
         out["arms"]["live_min_at1000"] = arm_row(tight)
+    at200 = [FOLDER / f"live_min_at200_{run}.json" for run in RUNS]
+    if all(p.exists() for p in at200):  # the second addendum's arms, beside, no verdict
+        loose = [load_arm(f"live_min_at200_{run}", 200.0, "") for run in RUNS]
+        out["second_addendum_live_min_models_at_tie_200_without_min"] = {
+            "minus_with_min": versus(loose, live),
+            "minus_deployed_zero_shot": versus(loose, shipped),
+        }
+        out["arms"]["live_min_at200"] = arm_row(loose)
     Path("bench_results/ur5e_live_min.json").write_text(json.dumps(out, indent=1) + "\n")
     print(json.dumps(out, indent=1))
 
