@@ -144,6 +144,25 @@ def every(period_s: float, fn):
     return tick
 
 
+def fixed_latent_feed(obs, hz: float, seed: int, applied_delay: bool = True):
+    """An ``on_spin`` callback that publishes one fixed random latent (16-d ``z``, 51-step context) at ``hz``.
+
+    ``applied_delay``: the latent also reports that the robot applied each command on time (else the planner
+    estimates the delay from the latent's age, which a loaded CI machine can push past one period).
+    """
+    import numpy as np
+    from std_msgs.msg import Float32MultiArray
+
+    from simdist_ros import msgs, qos, topics
+
+    rng = np.random.default_rng(seed)
+    blocks = {"z": rng.normal(size=16), "context": rng.normal(size=(51, 16))}
+    if applied_delay:
+        blocks["applied_delay"] = np.zeros(1)
+    pub = obs.publisher(Float32MultiArray, topics.LATENT, qos.LATENT(hz))
+    return every(1.0 / hz, lambda: pub.publish(msgs.make_latent(blocks, obs.node.get_clock().now().nanoseconds)))
+
+
 def tiny_world_model(robot: str = "go2", seed: int = 0):
     """A randomly initialised, deliberately small WorldModel (node tests need shapes, not skill)."""
     import torch

@@ -18,6 +18,7 @@ from node_harness import (
     Observer,
     diag_values,
     every,
+    fixed_latent_feed,
     signed_update,
     tiny_world_model,
     unique_namespace,
@@ -363,12 +364,8 @@ def test_planner_node_with_reference_returns_swaps_dynamics_updates_and_refuses_
     try:
         commands = obs.collect(Float64MultiArray, topics.COMMAND, qos.command(HZ))
         diags = obs.collect(DiagnosticArray, topics.DIAGNOSTICS, qos.RELIABLE)
-        latent_pub = obs.publisher(Float32MultiArray, topics.LATENT, qos.LATENT(HZ))
         update_pub = obs.publisher(String, topics.MODEL_UPDATE, qos.ANNOUNCE)
-        rng = np.random.default_rng(1)
-        z, ctx = rng.normal(size=16), rng.normal(size=(51, 16))
-        feed = every(1.0 / HZ, lambda: latent_pub.publish(msgs.make_latent(
-            {"z": z, "context": ctx, "applied_delay": np.zeros(1)}, obs.node.get_clock().now().nanoseconds)))
+        feed = fixed_latent_feed(obs, HZ, seed=1)
         planned = lambda: sum(1 for c in commands if np.any(np.asarray(c.data) != 0.0))  # noqa: E731
         assert obs.spin_until(lambda: planned() >= 5 or not node.alive(), 120.0, on_spin=feed), node.log()[-3000:]
 

@@ -20,7 +20,7 @@ from node_harness import (
     NodeProcess,
     Observer,
     diag_values,
-    every,
+    fixed_latent_feed,
     signed_update,
     tiny_world_model,
     unique_namespace,
@@ -29,9 +29,9 @@ from node_harness import (
 from simdist_core.checkpoint import MANIFEST_FILE, WEIGHTS_FILE, save_checkpoint, weights_size_limit
 from simdist_core.models import WorldModel, WorldModelConfig
 from simdist_core.robots import GO2
-from std_msgs.msg import Float32MultiArray, Float64MultiArray, String
+from std_msgs.msg import Float64MultiArray, String
 
-from simdist_ros import msgs, qos, topics
+from simdist_ros import qos, topics
 
 HZ = 10.0
 PLANNER = ["num_samples=16", "num_pi_samples=4", "iterations=1", "num_elites=4"]
@@ -73,12 +73,8 @@ def test_forged_updates_are_refused_counted_and_the_old_model_keeps_planning(tmp
     try:
         commands = obs.collect(Float64MultiArray, topics.COMMAND, qos.command(HZ))
         diags = obs.collect(DiagnosticArray, topics.DIAGNOSTICS, qos.RELIABLE)
-        latent_pub = obs.publisher(Float32MultiArray, topics.LATENT, qos.LATENT(HZ))
         update_pub = obs.publisher(String, topics.MODEL_UPDATE, qos.ANNOUNCE)
-        rng = np.random.default_rng(0)
-        z, ctx = rng.normal(size=16), rng.normal(size=(51, 16))
-        feed = every(1.0 / HZ, lambda: latent_pub.publish(
-            msgs.make_latent({"z": z, "context": ctx}, obs.node.get_clock().now().nanoseconds)))
+        feed = fixed_latent_feed(obs, HZ, seed=0, applied_delay=False)
 
         def values():
             return diag_values(diags, "planner")
