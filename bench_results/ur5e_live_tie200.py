@@ -61,6 +61,8 @@ def main() -> None:
         out["live200_minus_live_1000"] = {
             **compare, "verdict": verdict(compare, "better than the tie-1000 live loop", "worse", "not shown")}
         out["arms"]["live_1000"] = arm_row(before)
+        # added after the reading, no verdict: the tie-1000 live models against the deployed zero-shot here
+        out["beside_live_1000_minus_deployed_zero_shot"] = versus(before, shipped)
     else:
         out["live200_minus_live_1000"] = "not run"
     Path("bench_results/ur5e_live_tie200.json").write_text(json.dumps(out, indent=1) + "\n")
