@@ -7,6 +7,7 @@ is the protocol's run, and the new-episode arms (``bench_results/ur5e_live_min_n
 """
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from eval_arms import paired, pooled_ci
@@ -19,25 +20,33 @@ FOLDER = Path("bench_results/ur5e_live_min_new")
 SETS = ["planner.adapted_prior_weight=200", 'planner.planner_overrides=["prior_weight=1000","reference_returns=min"]']
 
 
-def load_run(run: str) -> dict:
-    """One live run's summary, checked to be the protocol's run."""
-    path = Path(f"bench_results/demo_ur5e_mild_shift_live_min_{run}/summary.json")
+def load_live_run(path: Path, sets_ok: Callable[[list[str]], bool], adapted_overrides: dict[str, str]) -> dict:
+    """A live UR5e demo run's summary, checked to be a protocol's run.
+
+    Checked: the task, 15 simulated minutes, the demo's 20 fixed episodes on one torch thread, every process exiting
+    0, the ``--set`` list (``sets_ok``) and the adapted model's planner overrides.
+    """
     summary = json.loads(path.read_text())
     fixed = summary["fixed_seed_evaluation"]
-    sets = fixed["set"]
     if (
         summary["task"] != TASK
-        or sets[:2] != SETS
-        or not sets[2].endswith("/checkpoints/ur5e")
+        or not sets_ok(fixed["set"])
         or round(summary["sim_time_s"]) < 900
         or fixed["episodes"] != 20
         or fixed["first_seed"] != 1001
         or fixed["torch_threads"] != 1
-        or fixed["adapted"]["planner_overrides"] != {"prior_weight": "200.0", "reference_returns": "min"}
+        or fixed["adapted"]["planner_overrides"] != adapted_overrides
         or any(code != 0 for code in summary["exit_codes"].values())
     ):
         raise SystemExit(f"{path} is not the protocol's run")
     return summary
+
+
+def load_run(run: str) -> dict:
+    """One live run's summary, checked to be the protocol's run."""
+    return load_live_run(Path(f"bench_results/demo_ur5e_mild_shift_live_min_{run}/summary.json"),
+                         lambda sets: sets[:2] == SETS and sets[2].endswith("/checkpoints/ur5e"),
+                         {"prior_weight": "200.0", "reference_returns": "min"})
 
 
 def load_arm(name: str, tie: float, rule: str) -> dict:
@@ -50,7 +59,7 @@ def loop_row(summary: dict) -> dict:
     planner, loop = summary["planner"], summary["loop"]
     return {"hot_swaps": len(summary["swaps"]), "swaps_refused": int(planner["swaps_refused"]),
             "episodes_lived": int(float(summary["robot_diagnostics"]["episodes"])),
-        "insertions_lived": int(summary["progress_total"]),
+            "insertions_lived": int(summary["progress_total"]),
             "planner_ticks_kept": round(loop["planner_ticks_kept"], 4),
             "fresh_command_share": round(loop["fresh_command_share"], 4), "achieved_rtf": loop["achieved_rtf"],
             "gaussian_samples_at_end": int(planner["num_samples"]),

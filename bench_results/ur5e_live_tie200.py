@@ -10,7 +10,7 @@ is the protocol's run, and the new-episode arms (``bench_results/ur5e_live200_ne
 import json
 from pathlib import Path
 
-from ur5e_live_min import demo_reading, loop_row
+from ur5e_live_min import demo_reading, load_live_run, loop_row
 from ur5e_reference_min import arm_row, load, verdict, versus
 
 TASK = "ur5e/peg_mild_shift"
@@ -21,21 +21,8 @@ FIRST_SEED = 101000
 
 def load_run(run: str) -> dict:
     """One live run's summary, checked to be the protocol's run."""
-    path = Path(f"bench_results/demo_ur5e_mild_shift_live200_{run}/summary.json")
-    summary = json.loads(path.read_text())
-    fixed = summary["fixed_seed_evaluation"]
-    if (
-        summary["task"] != TASK
-        or fixed["set"] != ["planner.adapted_prior_weight=200"]
-        or round(summary["sim_time_s"]) < 900
-        or fixed["episodes"] != 20
-        or fixed["first_seed"] != 1001
-        or fixed["torch_threads"] != 1
-        or fixed["adapted"]["planner_overrides"] != {"prior_weight": "200.0"}
-        or any(code != 0 for code in summary["exit_codes"].values())
-    ):
-        raise SystemExit(f"{path} is not the protocol's run")
-    return summary
+    return load_live_run(Path(f"bench_results/demo_ur5e_mild_shift_live200_{run}/summary.json"),
+                         lambda sets: sets == ["planner.adapted_prior_weight=200"], {"prior_weight": "200.0"})
 
 
 SECOND = (Path("bench_results/ur5e_live200_new2"), 102000)
