@@ -153,3 +153,92 @@ def test_pretrain_resumes_from_saved_step(go2_data, tmp_path):
     assert [r.split(",")[0] for r in rows[1:]] == ["5", "10", "15"]
     _, manifest = load_checkpoint(second)
     assert manifest.extra["provenance"]["steps"] == 15
+
+
+def _runner(data, out, steps):
+    from simdist_core.config import apply_overrides, parse_overrides
+    from simdist_core.training.distributed import DistInfo
+    from simdist_core.training.pretrain import PretrainConfig, PretrainRunner
+
+    overrides = parse_overrides([f"steps={steps}", "batch_size=8", "eval_windows=16", "eval_every=4", "log_every=4",
+                                 "save_every=4", "optim.warmup_steps=2", *TINY_OVERRIDES])  # fmt: skip
+    return PretrainRunner(data.path, "go2", out, apply_overrides(PretrainConfig(), overrides), DistInfo())
+
+
+@pytest.mark.timeout(300)
+def test_a_stopped_and_resumed_run_makes_the_updates_of_an_uninterrupted_one(go2_data, tmp_path):
+    torch.set_num_threads(1)
+    whole = _runner(go2_data, tmp_path / "whole", 12)
+    whole.learn(progress=False)
+    # Stop the second run after update 7 (not a save step), as a SIGTERM would: it saves there and returns early.
+    part = _runner(go2_data, tmp_path / "part", 12)
+    update = part.trainer.update
+
+    def update_then_ask_to_stop(batch):
+        metrics = update(batch)
+        part.stop_requested = part.trainer.step == 7
+        return metrics
+
+    part.trainer.update = update_then_ask_to_stop
+    part.learn(progress=False)
+    assert part.trainer.step == 7 and not part.finished
+    resumed = _runner(go2_data, tmp_path / "part", 12)
+    assert resumed.try_resume() and resumed.trainer.step == 7
+    assert resumed.train_seconds > 0.0
+    resumed.learn(progress=False)
+    assert resumed.finished
+    # Same weights as the uninterrupted run: the resumed sampler drew the batches updates 8-12 would have drawn.
+    for name, value in whole.model.state_dict().items():
+        assert torch.equal(value, resumed.model.state_dict()[name]), name
+
+
+@pytest.mark.timeout(300)
+def test_sigterm_saves_the_state_and_exits_75_and_the_same_command_finishes_the_run(go2_data, tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from safetensors import safe_open
+    from simdist_core.training.pretrain import EXIT_STOPPED
+
+    out = tmp_path / "ckpt"
+    argv = _argv(go2_data, out, 100_000)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen([sys.executable, "-m", "simdist_core.training.pretrain", *argv], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    train_csv = tmp_path / "ckpt.run" / "train.csv"
+    deadline = time.monotonic() + 240
+    while not (train_csv.is_file() and len(train_csv.read_text().splitlines()) >= 3):
+        assert proc.poll() is None, proc.communicate()[0]
+        assert time.monotonic() < deadline, "no training progress"
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    output = proc.communicate(timeout=120)[0]
+    assert proc.returncode == EXIT_STOPPED, output
+    assert "run the same command to resume" in output
+    assert not out.exists(), "a stopped run writes no checkpoint"
+    meta = json.loads((tmp_path / "ckpt.run" / "optimizer.json").read_text())["extra"]
+    stopped_at = meta["step"]
+    assert stopped_at >= 10 and meta["sampler"]["bit_generator"] == "PCG64"
+    with safe_open(str(tmp_path / "ckpt.run" / "model.safetensors"), framework="pt") as f:
+        assert f.metadata()["step"] == str(stopped_at)
+    # The same command with a reachable total finishes from there and writes the checkpoint.
+    assert main(_argv(go2_data, out, stopped_at + 3)) == 0
+    _, manifest = load_checkpoint(out)
+    prov = manifest.extra["provenance"]
+    assert prov["steps"] == stopped_at + 3 and prov["train_seconds"] > 0.0
+
+
+def test_sampler_state_of_another_generator_is_refused(go2_data):
+    from simdist_core.data.sampler import WindowSampler
+    from simdist_core.robots import get_robot
+
+    sampler = WindowSampler(go2_data, get_robot("go2"), batch_size=4, seed=1)
+    state = sampler.rng_state()
+    first = sampler.sample()["actions"]
+    sampler.set_rng_state(state)
+    assert torch.equal(sampler.sample()["actions"], first)
+    with pytest.raises(ValueError, match="PCG64"):
+        sampler.set_rng_state({"bit_generator": "MT19937", "state": {}})

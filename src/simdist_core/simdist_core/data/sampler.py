@@ -152,6 +152,23 @@ class WindowSampler:
         """A sampler whose windows start only within the newest ``k_steps`` stored steps."""
         return self.view(np.intersect1d(self.starts, self.dataset.recent_rows(k_steps)), self.seed)
 
+    # -- resume -------------------------------------------------------------------------------
+
+    def rng_state(self) -> dict:
+        """The start-row generator's state (JSON-ready), so a resumed run draws the batches it would have drawn."""
+        return self._rng.bit_generator.state
+
+    def set_rng_state(self, state: dict) -> None:
+        """Restore what ``rng_state`` returned.
+
+        Raises:
+            ValueError: ``state`` is not a state of this sampler's bit generator.
+        """
+        kind = type(self._rng.bit_generator).__name__
+        if not isinstance(state, dict) or state.get("bit_generator") != kind:
+            raise ValueError(f"sampler state is not a {kind} state: {str(state)[:80]}")
+        self._rng.bit_generator.state = state
+
     # -- sampling -------------------------------------------------------------------------------
 
     def __iter__(self) -> Iterator[dict]:

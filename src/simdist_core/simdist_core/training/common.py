@@ -89,7 +89,9 @@ def save_optimizer_state(optimizer: torch.optim.Optimizer, path: Path, extra: di
                 scalars[name] = value
     meta = {"param_groups": state["param_groups"], "scalars": scalars, "extra": extra}
     path.parent.mkdir(parents=True, exist_ok=True)
-    save_file(tensors, str(path))
+    tmp = path.with_name(path.name + ".tmp")
+    save_file(tensors, str(tmp))
+    tmp.replace(path)  # a kill mid-write leaves the previous state whole
     _atomic_write_text(path.with_suffix(".json"), json.dumps(meta, indent=2, default=list))
 
 

@@ -2,8 +2,10 @@
 
 The runner owns data, progress bar, CSV log, periodic held-out evaluation (episode-level split),
 resume state and the final checkpoint; the update math is ``WorldModelTrainer``. Resume state lives
-in ``<out>.run/`` (model + optimizer as safetensors, step and config as JSON, never pickle): run the
-same command again and it continues from the saved step. Multi-process: launch with
+in ``<out>.run/`` (model + optimizer as safetensors; step, batch-sampler state, training time and config
+as JSON; never pickle): run the same command again and it continues from the saved step with the batches
+the run would have drawn. SIGTERM or SIGINT stops a run after its current update: it saves that state and
+exits with 75 (``EXIT_STOPPED``), so a long CPU run can be spread over several sittings. Multi-process: launch with
 ``torchrun --nproc-per-node N -m simdist_core.training.pretrain ...`` (gloo on CPU, nccl on GPU);
 each rank samples its own batches and gradients are averaged, so the effective batch is N x B.
 """
@@ -11,15 +13,19 @@ each rank samples its own batches and gradients are averaged, so the effective b
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
+import signal
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
+from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
 from simdist_core.cliargs import ArgumentParser, check_new_path, cli_main
@@ -43,6 +49,9 @@ from simdist_core.training.common import (
 from simdist_core.training.trainer import WorldModelTrainer
 
 log = logging.getLogger(__name__)
+
+EXIT_STOPPED = 75
+"""Exit code of a run stopped by SIGTERM/SIGINT after saving its resume state (BSD ``EX_TEMPFAIL``: run again)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -125,6 +134,10 @@ class PretrainRunner:
         self.csv = CsvLog(self.run_dir / "train.csv") if info.is_main else None
         self.eval_csv = CsvLog(self.run_dir / "eval.csv") if info.is_main else None
         self.last_eval: dict[str, float] = {}
+        self.train_seconds = 0.0
+        """Wall time spent in ``learn`` over every sitting of this run (resumed runs add theirs)."""
+        self.stop_requested = False
+        """Set (by a signal handler) to end ``learn`` after the current update, with the state saved."""
 
     # ---- resume state ---------------------------------------------------------------------------
     def save_state(self) -> None:
@@ -133,10 +146,12 @@ class PretrainRunner:
             return
         self.run_dir.mkdir(parents=True, exist_ok=True)
         tmp = self.run_dir / "model.safetensors.tmp"
-        save_file({k: v.detach().cpu().contiguous() for k, v in self.model.state_dict().items()}, str(tmp))
+        weights = {k: v.detach().cpu().contiguous() for k, v in self.model.state_dict().items()}
+        save_file(weights, str(tmp), metadata={"step": str(self.trainer.step)})
         tmp.replace(self.run_dir / "model.safetensors")
         extra = {"step": self.trainer.step, "robot": self.robot, "config": to_dict(self.cfg),
-                 "dataset_sha256": self.dataset.checksum(), "last_eval": self.last_eval}  # fmt: skip
+                 "dataset_sha256": self.dataset.checksum(), "last_eval": self.last_eval,
+                 "sampler": self.train.rng_state(), "train_seconds": round(self.train_seconds, 3)}  # fmt: skip
         save_optimizer_state(self.trainer.optimizer, self.run_dir / "optimizer.safetensors", extra)
 
     def try_resume(self) -> bool:
@@ -152,11 +167,24 @@ class PretrainRunner:
         if meta["robot"] != self.robot or meta["dataset_sha256"] != self.dataset.checksum():
             raise ValueError(f"{self.run_dir} belongs to another run (robot {meta['robot']}, dataset "
                              f"{meta['dataset_sha256'][:12]}): use a new --out or delete that folder")  # fmt: skip
-        weights = load_file(str(self.run_dir / "model.safetensors"), device=str(self.device))
+        model_file = self.run_dir / "model.safetensors"
+        weights = load_file(str(model_file), device=str(self.device))
         self.model.load_state_dict(weights)
         extra = load_optimizer_state(self.trainer.optimizer, state)
         self.trainer.step = int(extra["step"])
         self.last_eval = dict(extra.get("last_eval", {}))
+        self.train_seconds = float(extra.get("train_seconds", 0.0))
+        with safe_open(str(model_file), framework="pt") as f:
+            model_step = (f.metadata() or {}).get("step")
+        if model_step is not None and int(model_step) != self.trainer.step:
+            # A run killed between the two files: the weights are one save period ahead of the optimizer.
+            # Adam moments that old are harmless; the step (and so the LR schedule) follows the optimizer.
+            log.warning("resume state torn: weights at step %s, optimizer at step %d; continuing from %d",
+                        model_step, self.trainer.step, self.trainer.step)  # fmt: skip
+        if "sampler" in extra:
+            self.train.set_rng_state(extra["sampler"])
+        else:
+            log.warning("resume state from an older version has no sampler state: the batch stream restarts")
         return True
 
     # ---- loop -----------------------------------------------------------------------------------
@@ -169,7 +197,7 @@ class PretrainRunner:
         """Train up to ``cfg.steps`` updates; returns the final held-out metrics."""
         from tqdm import tqdm
 
-        cfg, start_step = self.cfg, self.trainer.step
+        cfg, start_step, seconds_before = self.cfg, self.trainer.step, self.train_seconds
         bar = tqdm(total=cfg.steps, initial=start_step, desc="pretrain", unit="step", disable=not (progress and
                    self.info.is_main))  # fmt: skip
         t0, sums, n = time.perf_counter(), {}, 0
@@ -191,13 +219,30 @@ class PretrainRunner:
                 if self.csv:
                     self.csv.write({k: (round(v, 6) if isinstance(v, float) else v) for k, v in row.items()})
                 sums, n = {}, 0
-            if step % cfg.save_every == 0 or step == cfg.steps:
+            stop = self._agreed_stop()
+            self.train_seconds = seconds_before + time.perf_counter() - t0
+            if step % cfg.save_every == 0 or step == cfg.steps or stop:
                 self.save_state()
+            if stop:
+                break
         bar.close()
+        if self.trainer.step < cfg.steps:  # stopped: no final evaluation, the caller writes no checkpoint
+            return self.last_eval
         if not self.last_eval:
             self.last_eval = self.evaluate()
         self.steps_per_s = (self.trainer.step - start_step) / max(1e-9, time.perf_counter() - t0)
         return self.last_eval
+
+    def _agreed_stop(self) -> bool:
+        """Whether to stop now; under torchrun every rank stops at the same update (one rank's signal suffices)."""
+        if not self.info.enabled:
+            return self.stop_requested
+        return ddp.average_scalars({"stop": float(self.stop_requested)}, self.info)["stop"] > 0.0
+
+    @property
+    def finished(self) -> bool:
+        """Whether the run reached ``cfg.steps`` (a stopped run has not)."""
+        return self.trainer.step >= self.cfg.steps
 
     def provenance(self, argv: list[str]) -> dict:
         """What produced the final checkpoint (stored in its manifest)."""
@@ -209,6 +254,7 @@ class PretrainRunner:
             "holdout_episodes": self.n_hold_episodes, "config": to_dict(self.cfg), "code_version": git_describe(),
             "world_size": self.info.world_size, "steps": self.trainer.step,
             "steps_per_s": round(getattr(self, "steps_per_s", float("nan")), 3),
+            "train_seconds": round(self.train_seconds, 1),
         }  # fmt: skip
 
 
@@ -250,6 +296,24 @@ def validate(args: argparse.Namespace) -> PretrainConfig:
     return cfg
 
 
+@contextlib.contextmanager
+def stop_on_signals(runner: PretrainRunner) -> Iterator[None]:
+    """SIGTERM and SIGINT ask ``runner`` to stop after its current update (a second SIGINT still interrupts)."""
+
+    def request_stop(signum: int, _frame: object) -> None:
+        if runner.stop_requested and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        log.warning("%s: stopping after this update and saving the resume state", signal.Signals(signum).name)
+        runner.stop_requested = True
+
+    previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 @cli_main("simdist pretrain")
 def main(argv: list[str]) -> int:
     """Entry point of ``simdist pretrain``; returns the process exit code."""
@@ -264,7 +328,12 @@ def main(argv: list[str]) -> int:
             print(json.dumps({"config": to_dict(cfg)}, indent=1))
         if not args.fresh and runner.try_resume():
             log.info("resumed from %s at step %d", runner.run_dir, runner.trainer.step)
-        final = runner.learn(progress=not args.no_progress)
+        with stop_on_signals(runner):
+            final = runner.learn(progress=not args.no_progress)
+        if not runner.finished:
+            log.warning("stopped at step %d of %d; state saved in %s: run the same command to resume",
+                        runner.trainer.step, cfg.steps, runner.run_dir)  # fmt: skip
+            return EXIT_STOPPED
         if info.is_main:
             from simdist_core.planning.mppi import planner_preset
             from simdist_core.training.export import write_pretrained
