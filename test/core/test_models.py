@@ -201,3 +201,19 @@ def test_command_frame_model_sees_a_sub_millimetre_shift_of_the_command_and_old_
     assert from_dict(WorldModelConfig, saved).command_frame is False
     with pytest.raises(ValueError, match="command_frame"):
         WorldModel(GO2, cfg)  # Go2's command is a velocity, not a pose
+
+
+def test_ur5e_image_features_and_their_gradients_match_the_default_memory_layout():
+    # The encoder runs its convolutions on channels-last memory for speed; the values must be the plain layout's.
+    encoder = _make_model(UR5E).encoder
+    image = torch.randint(0, 256, (6, 3, *UR5E.image_shape), dtype=torch.uint8)
+    fast = encoder.extra_features({"image": image})
+    plain = encoder.cnn((image.float() / 255.0 - 0.5).contiguous())
+    torch.testing.assert_close(fast, plain, rtol=1e-5, atol=1e-6)
+    grads = []
+    for features in (fast, plain):
+        encoder.zero_grad()
+        features.pow(2).sum().backward(retain_graph=True)
+        grads.append([p.grad.clone() for p in encoder.cnn.parameters()])
+    for g_fast, g_plain in zip(*grads, strict=True):
+        torch.testing.assert_close(g_fast, g_plain, rtol=1e-4, atol=1e-6)

@@ -169,8 +169,14 @@ class ProprioImageEncoder(ProprioEncoder):
         )  # fmt: skip
 
     def extra_features(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
-        """uint8 image (B, 3, h, w) -> (B, 64); pixels scaled to [-0.5, 0.5]."""
-        return self.cnn(obs["image"].float() / 255.0 - 0.5)
+        """uint8 image (B, 3, h, w) -> (B, 64); pixels scaled to [-0.5, 0.5].
+
+        The convolutions run on channels-last memory: on a CPU oneDNN's kernels for it take about 0.6 of the time
+        of the default layout's forward and backward (a training batch is B x 26 images, most of an update); the
+        features are the same up to summation order.
+        """
+        pixels = obs["image"].float() / 255.0 - 0.5
+        return self.cnn(pixels.contiguous(memory_format=torch.channels_last))
 
 
 ENCODERS: dict[str, type[ProprioEncoder]] = {
