@@ -242,3 +242,20 @@ def test_sampler_state_of_another_generator_is_refused(go2_data):
     assert torch.equal(sampler.sample()["actions"], first)
     with pytest.raises(ValueError, match="PCG64"):
         sampler.set_rng_state({"bit_generator": "MT19937", "state": {}})
+
+
+@pytest.mark.timeout(300)
+def test_a_torn_resume_state_is_logged_and_resumes_at_the_optimizers_step(go2_data, tmp_path, caplog):
+    # A run killed between writing the weights and the optimizer leaves weights one save period ahead.
+    from safetensors.torch import load_file, save_file
+
+    torch.set_num_threads(1)
+    run = _runner(go2_data, tmp_path / "torn", 8)
+    run.learn(progress=False)
+    model_file = tmp_path / "torn.run" / "model.safetensors"
+    save_file(load_file(str(model_file)), str(model_file), metadata={"step": "12"})
+    resumed = _runner(go2_data, tmp_path / "torn", 16)
+    with caplog.at_level("WARNING", logger="simdist_core.training.pretrain"):
+        assert resumed.try_resume()
+    assert resumed.trainer.step == 8
+    assert "resume state torn: weights at step 12, optimizer at step 8" in caplog.text
