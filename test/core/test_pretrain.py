@@ -184,7 +184,7 @@ def test_a_stopped_and_resumed_run_makes_the_updates_of_an_uninterrupted_one(go2
     assert part.trainer.step == 7 and not part.finished
     resumed = _runner(go2_data, tmp_path / "part", 12)
     assert resumed.try_resume() and resumed.trainer.step == 7
-    assert resumed.train_seconds > 0.0
+    assert resumed.train_seconds == round(part.train_seconds, 3), "the stopped run's training time carries over"
     resumed.learn(progress=False)
     assert resumed.finished
     # Same weights as the uninterrupted run: the resumed sampler drew the batches updates 8-12 would have drawn.
@@ -209,10 +209,8 @@ def test_sigterm_saves_the_state_and_exits_75_and_the_same_command_finishes_the_
     proc = subprocess.Popen([sys.executable, "-m", "simdist_core.training.pretrain", *argv], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
     train_csv = tmp_path / "ckpt.run" / "train.csv"
-    deadline = time.monotonic() + 240
-    while not (train_csv.is_file() and len(train_csv.read_text().splitlines()) >= 3):
+    while not (train_csv.is_file() and len(train_csv.read_text().splitlines()) >= 3):  # 10 updates logged
         assert proc.poll() is None, proc.communicate()[0]
-        assert time.monotonic() < deadline, "no training progress"
         time.sleep(0.2)
     proc.send_signal(signal.SIGTERM)
     output = proc.communicate(timeout=120)[0]
@@ -228,7 +226,7 @@ def test_sigterm_saves_the_state_and_exits_75_and_the_same_command_finishes_the_
     assert main(_argv(go2_data, out, stopped_at + 3)) == 0
     _, manifest = load_checkpoint(out)
     prov = manifest.extra["provenance"]
-    assert prov["steps"] == stopped_at + 3 and prov["train_seconds"] > 0.0
+    assert prov["steps"] == stopped_at + 3 and prov["train_seconds"] >= meta["train_seconds"]
 
 
 def test_sampler_state_of_another_generator_is_refused(go2_data):

@@ -226,7 +226,7 @@ class PretrainRunner:
             if stop:
                 break
         bar.close()
-        if self.trainer.step < cfg.steps:  # stopped: no final evaluation, the caller writes no checkpoint
+        if not self.finished:  # stopped: no final evaluation, the caller writes no checkpoint
             return self.last_eval
         if not self.last_eval:
             self.last_eval = self.evaluate()
