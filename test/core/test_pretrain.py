@@ -128,17 +128,13 @@ def test_pretrain_resumes_from_saved_step(go2_data, tmp_path):
     import json as _json
 
     from safetensors.torch import load_file
-    from simdist_core.config import apply_overrides, parse_overrides
-    from simdist_core.training.distributed import DistInfo
-    from simdist_core.training.pretrain import PretrainConfig, PretrainRunner
 
     first = tmp_path / "a"
     assert main(_argv(go2_data, first, 10)) == 0
     state = tmp_path / "a.run" / "optimizer.json"
     assert _json.loads(state.read_text())["extra"]["step"] == 10
     # The runner picks the state up: step counter, weights and Adam moments round-trip exactly.
-    overrides = parse_overrides(["steps=15", "batch_size=8", "eval_windows=16", *TINY_OVERRIDES])
-    runner = PretrainRunner(go2_data.path, "go2", first, apply_overrides(PretrainConfig(), overrides), DistInfo())
+    runner = _runner(go2_data, first, 15)
     assert runner.try_resume() and runner.trainer.step == 10
     saved = load_file(str(tmp_path / "a.run" / "model.safetensors"))
     assert all(torch.equal(saved[k], v) for k, v in runner.model.state_dict().items())

@@ -89,9 +89,7 @@ def save_optimizer_state(optimizer: torch.optim.Optimizer, path: Path, extra: di
                 scalars[name] = value
     meta = {"param_groups": state["param_groups"], "scalars": scalars, "extra": extra}
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    save_file(tensors, str(tmp))
-    tmp.replace(path)  # a kill mid-write leaves the previous state whole
+    save_file_atomic(tensors, path)
     _atomic_write_text(path.with_suffix(".json"), json.dumps(meta, indent=2, default=list))
 
 
@@ -177,6 +175,13 @@ def directory_checksum(root: Path, pattern: str = "*.json") -> str:
         digest.update(str(file.relative_to(root)).encode())
         digest.update(file.read_bytes())
     return digest.hexdigest()
+
+
+def save_file_atomic(tensors: dict[str, torch.Tensor], path: Path, metadata: dict[str, str] | None = None) -> None:
+    """``safetensors.save_file`` through a temporary file, so a kill mid-write leaves the previous file whole."""
+    tmp = path.with_name(path.name + ".tmp")
+    save_file(tensors, str(tmp), metadata=metadata)
+    tmp.replace(path)
 
 
 def _atomic_write_text(path: Path, text: str) -> None:

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from safetensors import safe_open
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 
 from simdist_core.cliargs import ArgumentParser, check_new_path, cli_main
 from simdist_core.config import apply_cli_overrides, parse_overrides, to_dict
@@ -43,6 +43,7 @@ from simdist_core.training.common import (
     check_device,
     git_describe,
     load_optimizer_state,
+    save_file_atomic,
     save_optimizer_state,
     seed_everything,
 )
@@ -145,10 +146,8 @@ class PretrainRunner:
         if not self.info.is_main:
             return
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        tmp = self.run_dir / "model.safetensors.tmp"
         weights = {k: v.detach().cpu().contiguous() for k, v in self.model.state_dict().items()}
-        save_file(weights, str(tmp), metadata={"step": str(self.trainer.step)})
-        tmp.replace(self.run_dir / "model.safetensors")
+        save_file_atomic(weights, self.run_dir / "model.safetensors", metadata={"step": str(self.trainer.step)})
         extra = {"step": self.trainer.step, "robot": self.robot, "config": to_dict(self.cfg),
                  "dataset_sha256": self.dataset.checksum(), "last_eval": self.last_eval,
                  "sampler": self.train.rng_state(), "train_seconds": round(self.train_seconds, 3)}  # fmt: skip
