@@ -256,9 +256,9 @@ def test_rounds_between_evaluations_collect_and_finetune_without_measuring(tmp_p
             seeds.append(seed)
         return collect(self, model, shard, steps, seed, first_episode, **kwargs)
 
-    def spy_measure(self, model):
+    def spy_measure(self, model, data_steps=None):
         measured.append(model)
-        return measure(self, model)
+        return measure(self, model, data_steps)
 
     monkeypatch.setattr(Benchmark, "_collect", spy_collect)
     monkeypatch.setattr(Benchmark, "measure", spy_measure)
@@ -278,6 +278,64 @@ def test_rounds_between_evaluations_collect_and_finetune_without_measuring(tmp_p
         AdaptationConfig(minutes=(0.0, 1.0, 2.0), eval_at=(1.0,))  # the last mark must be measured
     with pytest.raises(ValueError, match="eval_at"):
         AdaptationConfig(minutes=(0.0, 1.0, 2.0), eval_at=(1.5, 2.0))
+
+
+def test_models_finetuned_on_enough_experience_plan_with_the_adapted_tie_as_the_planner_node_does(
+    tmp_path, monkeypatch
+):
+    """``adapted_tie``: once a model has passed the gate after finetuning on ``after_data_steps`` control steps, it
+    collects and is evaluated at the adapted ``prior_weight``; the pretrained model, and a model still short of the
+    count, plan at ``--planner``'s. The final checkpoint says so as the finetuner node's do (``data_steps``)."""
+    import dataclasses
+
+    from simdist_core.eval import adaptation
+    from simdist_core.eval.adaptation import Benchmark
+    from simdist_core.planning.adapted_tie import AdaptedTie, finetuned_data_steps
+    from simdist_core.training.adapt import FinetuneConfig
+
+    torch.set_num_threads(1)
+    verdicts = iter([False, True, False])  # the gate's verdict on rounds 1, 2, 3
+    real_finetune, real_planner, real_evaluate = adaptation.finetune_dynamics, adaptation.make_planner, \
+        adaptation.evaluate
+    ties: list[tuple[str, str | None]] = []
+
+    def scripted_gate(model, data, cfg, **kwargs):
+        new, report = real_finetune(model, data, cfg, **kwargs)
+        report.gate = dataclasses.replace(report.gate, passed=next(verdicts))
+        return new, report
+
+    def spy_planner(model, manifest, preset, overrides, seed):
+        ties.append(("plan", overrides.get("prior_weight")))
+        return real_planner(model, manifest, preset, overrides, seed)
+
+    def spy_evaluate(model, cfg, **kwargs):
+        ties.append(("evaluate", kwargs["planner_overrides"].get("prior_weight")))
+        return real_evaluate(model, cfg, **kwargs)
+
+    monkeypatch.setattr(adaptation, "finetune_dynamics", scripted_gate)
+    monkeypatch.setattr(adaptation, "make_planner", spy_planner)
+    monkeypatch.setattr(adaptation, "evaluate", spy_evaluate)
+    overrides = {**dict(p.split("=") for p in SMALL_PLANNER), "prior_weight": "7.0"}
+    steps_per_round = 60  # 0.02 simulated minutes at 50 Hz
+    cfg = AdaptationConfig(task="go2/foam", minutes=(0.0, 0.02, 0.04, 0.06), eval_at=(0.06,), eval_episodes=1,
+                           eval_s=0.3, heldout_episodes=2, episode_s=1.0, heldout_windows=32,
+                           adapted_tie=AdaptedTie(prior_weight=123.0, after_data_steps=2 * steps_per_round),
+                           finetune=FinetuneConfig(steps=3, batch_size=16, holdout_fraction=0.3))  # fmt: skip
+    bench = Benchmark(tiny_model("go2"), cfg, tmp_path / "work", planner_overrides=overrides)
+    report = bench.run(("dynamics_only",))
+    # held-out set, zero-shot, round 1 and round 2 (round 1 rejected: still pretrained) at the deployed tie; round 3
+    # by the model accepted after round 2 (finetuned on 120 steps), and its evaluation, at the adapted one; last,
+    # the report's own record of the pretrained model's planner
+    assert [t for _, t in ties] == ["7.0", "7.0", "7.0", "7.0", "123.0", "123.0", "7.0"], ties
+    assert [kind for kind, _ in ties] == ["plan", "evaluate", "plan", "plan", "plan", "evaluate", "plan"]
+    assert report["results"]["dynamics_only"]["accepted_rounds"] == 1
+    assert report["config"]["adapted_tie"] == {"prior_weight": 123.0, "after_data_steps": 120}
+    _, manifest = load_checkpoint(report["final_checkpoints"]["dynamics_only"])
+    assert finetuned_data_steps(manifest) == 2 * steps_per_round and manifest.planner_config["prior_weight"] == 123.0
+    assert bench.planner_overrides_for(2 * steps_per_round - 1)["prior_weight"] == "7.0", "short of the count"
+    assert bench.planner_overrides_for(None) == overrides
+    off = Benchmark(tiny_model("go2"), AdaptationConfig(task="go2/foam"), tmp_path / "off", planner_overrides=overrides)
+    assert off.planner_overrides_for(10**9) == overrides, "negative prior_weight (the default): never loosened"
 
 
 def test_seeds_run_in_one_process_equal_separate_runs_merged(tmp_path):

@@ -66,6 +66,7 @@ from simdist_core.eval.adaptation_report import falls_per_minute, summarise
 from simdist_core.eval.closed_loop import EvalConfig, evaluate, make_planner, task_metric_name
 from simdist_core.eval.experience import collect_experience
 from simdist_core.models.world_model import LossWeights
+from simdist_core.planning.adapted_tie import AdaptedTie
 from simdist_core.planning.command_ramp import ramp_for
 from simdist_core.training.adapt import FinetuneConfig, finetune_dynamics, fixed_batches
 from simdist_core.training.common import OptimConfig
@@ -146,6 +147,12 @@ class AdaptationConfig:
     """Windows of the held-out set scored for the latent error."""
     preset: str = "cpu"
     """Planner preset for collection and evaluation."""
+    adapted_tie: AdaptedTie = field(default_factory=AdaptedTie)
+    """The planner node's looser tie for models finetuned on the robot (its ``adapted_prior_weight`` and
+    ``adapted_after_data_steps``), so the benchmark plans as the graph does: a world-model method's model, once
+    it has passed the gate after finetuning on at least ``after_data_steps`` control steps of its experience,
+    collects and is evaluated with ``prior_weight`` = ``adapted_tie.prior_weight``; the pretrained model keeps
+    ``--planner``'s. Negative (the default): every model keeps ``--planner``'s tie."""
     command_ramp_s: float = 0.0
     """Ramp the velocity command the controller sees from rest to the task's over this long in every episode
     (collection, held-out set, evaluation; every method alike; Go2 only; 0: at once): the encoder node's
@@ -228,19 +235,30 @@ class Benchmark:
         self.holdout: list[Batch] = []
         self.log: list[dict[str, Any]] = []
 
-    def _planner(self, model: torch.nn.Module) -> Any:  # noqa: ANN401
-        return make_planner(model, None, self.cfg.preset, self.planner_overrides, self.cfg.seed)
+    def _planner(self, model: torch.nn.Module, data_steps: int | None = None) -> Any:  # noqa: ANN401
+        return make_planner(model, None, self.cfg.preset, self.planner_overrides_for(data_steps), self.cfg.seed)
+
+    def planner_overrides_for(self, data_steps: int | None) -> dict[str, str]:
+        """``--planner``'s overrides for a model finetuned on ``data_steps`` control steps (None: pretrained).
+
+        With ``adapted_tie``'s ``prior_weight`` where it applies, as the planner node gives it.
+        """
+        if not self.cfg.adapted_tie.applies(data_steps):
+            return self.planner_overrides
+        return {**self.planner_overrides, "prior_weight": repr(self.cfg.adapted_tie.prior_weight)}
 
     def _collect(
         self, model: torch.nn.Module, shard: Path, steps: int, seed: int, first_episode: int, eval_labels: bool = False,
-        record_reward: bool = False,
+        record_reward: bool = False, data_steps: int | None = None,
     ) -> int:
         """Collect ``steps`` control steps with ``model``'s planner; returns the episodes recorded.
 
         ``eval_labels``: the held-out set's privileged probe and reward; ``record_reward``: the reward alone
-        (experience for a method that trains the reward head).
+        (experience for a method that trains the reward head); ``data_steps``: the experience ``model`` was
+        finetuned on (None: pretrained), which picks its tie (``planner_overrides_for``).
         """
-        planner, episode_steps = self._planner(model), int(round(self.cfg.episode_s * self.control_hz))
+        planner = self._planner(model, data_steps)
+        episode_steps = int(round(self.cfg.episode_s * self.control_hz))
         done, episodes = 0, 0
         while done < steps:
             recorded = collect_experience(self.env, planner, shard, episodes=1,
@@ -261,10 +279,14 @@ class Benchmark:
         self._collect(self.pretrained, shard, steps, episode_seed(HELDOUT_STREAM, self.cfg.seed), 0, eval_labels=True)
         self.holdout = heldout_batches(shard.parent, self.pretrained.spec, self.cfg.heldout_windows, self.cfg.seed)
 
-    def measure(self, model: torch.nn.Module) -> dict[str, Any]:
-        """Closed-loop task metric and held-out latent error of ``model``."""
+    def measure(self, model: torch.nn.Module, data_steps: int | None = None) -> dict[str, Any]:
+        """Closed-loop task metric and held-out latent error of ``model``.
+
+        ``data_steps``: the control steps of experience it was finetuned on (None: pretrained), which pick its tie
+        (``planner_overrides_for``).
+        """
         report = evaluate(model, self.eval_cfg, env_overrides=self.env_overrides,
-                          planner_overrides=self.planner_overrides)  # fmt: skip
+                          planner_overrides=self.planner_overrides_for(data_steps))  # fmt: skip
         report["latent_error"] = evaluate_loss(model, self.holdout, finetune_loss_weights())["consistency"]
         report["probe_error"] = probe_rollout_error(model, self.holdout)
         report["reward_error"] = evaluate_loss(model, self.holdout, REWARD_ONLY)["reward"]
@@ -288,15 +310,17 @@ class Benchmark:
         out = {"minutes": [0.0], **{k: [v] for k, v in point_fields(zero, metric).items()}, "gate": [None],
                "collect_wall_s": [0.0], "finetune_wall_s": [0.0], "rounds": []}  # fmt: skip
         episodes, accepted = 0, {"minutes": 0.0, "rounds": 0}
+        collected, trained_on = 0, None  # control steps recorded; those the current model was finetuned on
         for k, (before, minutes) in enumerate(zip(cfg.minutes[:-1], cfg.minutes[1:], strict=True), start=1):
             t0 = time.perf_counter()
             steps = int(round((minutes - before) * 60 * self.control_hz))
             episodes += self._collect(model, shard, steps, episode_seed(1 + k, cfg.seed), episodes,
-                                      record_reward=ft_cfg.reward_weight > 0)  # fmt: skip
+                                      record_reward=ft_cfg.reward_weight > 0, data_steps=trained_on)  # fmt: skip
+            collected += steps
             t1 = time.perf_counter()
             new, report = finetune_dynamics(model, Dataset(shard.parent), ft_cfg, replay=self.replay, anchor_to=start)
             if report.gate.passed:
-                model = new
+                model, trained_on = new, collected
                 accepted = {"minutes": minutes, "rounds": accepted["rounds"] + 1}
             t2 = time.perf_counter()
             out["rounds"].append({"minutes": minutes, "gate": report.gate.__dict__, "collect_wall_s": t1 - t0,
@@ -304,7 +328,7 @@ class Benchmark:
             if not self._evaluates_at(minutes):
                 log.info("%s @ %.2f min: round %d, gate=%s (no evaluation)", method, minutes, k, report.gate.reason)
                 continue
-            point = self.measure(model)
+            point = self.measure(model, trained_on)
             log.info("%s @ %.2f min: %s=%.3f latent_error=%.5f gate=%s", method, minutes, metric, point[metric],
                      point["latent_error"], report.gate.reason)  # fmt: skip
             fields = {"minutes": minutes, **point_fields(point, metric), "gate": report.gate.__dict__,
@@ -315,7 +339,7 @@ class Benchmark:
         key = name or method
         self.final_models[key] = model
         try:
-            out["final_checkpoint"] = str(self.save_final(model, start, key, method, accepted))
+            out["final_checkpoint"] = str(self.save_final(model, start, key, method, accepted, trained_on))
         except (OSError, ValueError) as exc:  # the measurements are kept; only the model file is missing
             log.warning("%s: the final model was not saved (%s)", key, exc)
             out["final_checkpoint"] = None
@@ -325,14 +349,17 @@ class Benchmark:
         return not self.cfg.eval_at or minutes in self.cfg.eval_at
 
     def save_final(
-        self, model: torch.nn.Module, start: torch.nn.Module, key: str, method: str, accepted: dict[str, Any]
+        self, model: torch.nn.Module, start: torch.nn.Module, key: str, method: str, accepted: dict[str, Any],
+        data_steps: int | None = None,
     ) -> Path:
         """Save ``model`` (finetuned from ``start``) as the checkpoint ``<workdir>/<key>/final``; returns its path.
 
         A normal checkpoint (``simdist eval --checkpoint``, ``simdist checkpoint show``); its manifest says
         what it is: task, seed, method, minutes of experience the model was trained on, accepted rounds,
-        parent checkpoint. ``parts_changed`` are the parts whose weights differ from ``start``. Saving reads
-        the weights only (no random draws), after the method's last measurement: it changes no number.
+        parent checkpoint and, for a finetuned model, ``data_steps`` (the control steps of experience it was
+        finetuned on; the planner node gives it ``adapted_prior_weight`` by that count). ``parts_changed`` are the
+        parts whose weights differ from ``start``. Saving reads the weights only (no random draws), after the
+        method's last measurement: it changes no number.
         """
         from simdist_core.checkpoint import part_hashes, read_manifest, save_checkpoint
         from simdist_core.models.world_model import PART_NAMES
@@ -341,21 +368,24 @@ class Benchmark:
         parent_version = read_manifest(parent).version if parent is not None else None
         new, old = part_hashes(model.state_dict()), part_hashes(start.state_dict())
         path = self.workdir / key / "final"
+        extra = {"what": f"final model of `simdist bench adaptation` method {method}: the latest model that passed "
+                         f"the validation gate", "task": self.cfg.task, "seed": self.cfg.seed, "method": key,
+                 "minutes_of_experience": accepted["minutes"], "accepted_rounds": accepted["rounds"],
+                 "parent_checkpoint": None if parent is None else str(parent), "env_overrides": self.env_overrides}
+        if data_steps is not None:  # as the finetuner node writes it: the planner node's tie reads it
+            extra["data_steps"] = data_steps
         save_checkpoint(
             path, model, version=(parent_version or 0) + 1, parent_version=parent_version,
-            parts_changed=tuple(p for p in PART_NAMES if new[p] != old[p]), planner_config=self._planner_cfg(model),
-            extra={"what": f"final model of `simdist bench adaptation` method {method}: the latest model that "
-                           f"passed the validation gate", "task": self.cfg.task, "seed": self.cfg.seed,
-                   "method": key, "minutes_of_experience": accepted["minutes"], "accepted_rounds": accepted["rounds"],
-                   "parent_checkpoint": None if parent is None else str(parent), "env_overrides": self.env_overrides},
+            parts_changed=tuple(p for p in PART_NAMES if new[p] != old[p]),
+            planner_config=self._planner_cfg(model, data_steps), extra=extra,
         )  # fmt: skip
         return path
 
-    def _planner_cfg(self, model: torch.nn.Module) -> Any:  # noqa: ANN401
+    def _planner_cfg(self, model: torch.nn.Module, data_steps: int | None = None) -> Any:  # noqa: ANN401
         """The planner config evaluation ran with (preset + overrides, horizon capped), built without a planner."""
         from simdist_core.planning.mppi import planner_preset
 
-        cfg = apply_overrides(planner_preset(self.cfg.preset), self.planner_overrides)
+        cfg = apply_overrides(planner_preset(self.cfg.preset), self.planner_overrides_for(data_steps))
         return dataclasses.replace(cfg, horizon=min(cfg.horizon, model.spec.horizon))
 
     def measure_agent(self, baseline: Any) -> dict[str, Any]:  # noqa: ANN401
