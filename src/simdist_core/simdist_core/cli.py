@@ -23,6 +23,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("bench generate", "simdist_core.data.bench:main", "data generation speed and expert quality (table + JSON)"),
     ("bench adaptation", "simdist_core.eval.adaptation_cli:main", "zero-shot vs dynamics-only vs full finetune"),
     ("bench budget", "simdist_core.eval.budget:main", "task metric per planner sampling budget (table + JSON)"),
+    ("bench train", "simdist_core.training.bench:main", "world-model update time, 4 KB vs 2 MB pages (table + JSON)"),
     ("bench soak", "simdist_ros.soak:main", "run the node graph for a while; memory per node (table + JSON)"),
     ("bench parity", "simdist_ros.parity:main", "in-process eval vs the live ROS graph, same checkpoint and tasks"),
     ("bench graph", "simdist_ros.graph_bench:main", "live graph per executor: ticks kept, delay, CPU"),
@@ -54,6 +55,11 @@ def main(argv: list[str] | None = None) -> int:
     is one line on stderr naming it, the valid ones and the closest, exit 2.
     """
     argv = list(sys.argv[1:] if argv is None else argv)
+    # 2 MB pages for torch's large CPU tensors: the same arithmetic, a UR5e pretraining update 1.34x and a
+    # finetuning update 1.83x as fast on a 2-vCPU VM (`simdist bench train`, bench_results/train_bench_ur5e.json).
+    # Read once, at torch's first allocation, so it must be set before any command imports torch; an explicit
+    # THP_MEM_ALLOC_ENABLE=0 in the environment keeps it off. The node processes `simdist launch` starts inherit it.
+    os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
     for words, target, _ in sorted(COMMANDS, key=lambda c: -len(c[0].split())):
         n = len(words.split())
         if argv[:n] == words.split():
