@@ -6,8 +6,9 @@ import math
 import pytest
 import torch
 from _train_testlib import TINY_OVERRIDES, collect
-from simdist_core import cli
 from simdist_core.training.bench import main
+
+from simdist_core import cli
 
 pytestmark = pytest.mark.timeout(600)
 

@@ -236,3 +236,26 @@ def test_finetuner_loop_guard_reads_the_planner_counters_and_survives_forged_one
         if proc.poll() is None:
             stop(proc, signal.SIGKILL)
         rclpy.shutdown(context=context)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize(("large_pages", "seen"), [(True, "1"), (False, "None")])
+def test_the_worker_gets_2mb_pages_unless_turned_off(tmp_path, large_pages, seen):
+    """``large_pages`` (default true) starts the worker with ``THP_MEM_ALLOC_ENABLE=1``, read by torch's first
+    allocation there; with it off the worker keeps the environment the node was started with."""
+    import os
+    import subprocess
+    import sys
+
+    make_checkpoint(tmp_path / "init")
+    key_file = create_key_file(tmp_path / "k.key")
+    args = ["--ros-args", "-p", f"checkpoint:={tmp_path / 'init'}", "-p", f"output_dir:={tmp_path / 'ckpt'}",
+            "-p", f"replay_dir:={tmp_path / 'replay'}", "-p", f"update_key_file:={key_file}",
+            "-p", f"large_pages:={str(large_pages).lower()}"]
+    boot = ("import os, sys, rclpy; from simdist_ros.finetuner_node import FinetunerNode; rclpy.init(args=sys.argv); "
+            "node = FinetunerNode(); print('worker sees', node._pool.submit(os.getenv, 'THP_MEM_ALLOC_ENABLE')"
+            ".result(timeout=120)); node.destroy_node(); rclpy.shutdown()")
+    env = {k: v for k, v in os.environ.items() if k != "THP_MEM_ALLOC_ENABLE"}
+    result = subprocess.run([sys.executable, "-c", boot, *args], capture_output=True, text=True, timeout=240, env=env)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert f"worker sees {seen}" in result.stdout, result.stdout[-2000:]

@@ -91,6 +91,7 @@ class FinetunerParams:
     anchor_start_s: float
     max_rounds: int
     torch_threads: int
+    large_pages: bool
     nice: int
     cpu_policy: str
     cpu_duty: float
@@ -130,6 +131,9 @@ PARAMS = (
       "(0 = every window; FinetuneConfig.anchor_start_s)", lo=0.0, hi=3600.0),
     P("max_rounds", 0, "Stop after this many rounds (0 = no limit)", lo=0, hi=1_000_000),
     P("torch_threads", 1, "torch threads in the worker process", lo=1, hi=64, read_only=True),
+    P("large_pages", True, "2 MB pages for the worker's large torch tensors (THP_MEM_ALLOC_ENABLE=1 unless the "
+      "environment sets it): same arithmetic, a UR5e finetuning update 1.83x as fast (simdist bench train)",
+      read_only=True),
     P("nice", 10, "Priority decrease of the worker process (the planner keeps its core)", lo=0, hi=19,
       read_only=True),
     P("cpu_policy", "idle", "Worker CPU scheduling: idle (Linux SCHED_IDLE: only CPU time the control loop "
@@ -295,6 +299,8 @@ class FinetunerNode(Node):
         self.last_result: dict[str, Any] = {}
         self._future: Future | None = None
         spawn = multiprocessing.get_context("spawn")
+        if p.large_pages:  # torch reads it at its first allocation: set before the worker process starts
+            os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
         self.guard = LoopGuard(ceiling=p.cpu_duty, floor=min(p.min_duty, p.cpu_duty)) if p.loop_guard else None
         self._shared_duty = spawn.Value("d", self.guard.duty, lock=False) if self.guard else None
         self._loop_counts: tuple[float, float, float] | None = None  # the planner's last (ticks, missed, late)
