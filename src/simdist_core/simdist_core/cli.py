@@ -55,8 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     is one line on stderr naming it, the valid ones and the closest, exit 2.
     """
     argv = list(sys.argv[1:] if argv is None else argv)
-    # 2 MB pages for torch's large CPU tensors: the same arithmetic, a UR5e pretraining update 1.34x and a
-    # finetuning update 1.83x as fast on a 2-vCPU VM (`simdist bench train`, bench_results/train_bench_ur5e.json).
+    # 2 MB pages for torch's large CPU tensors: the same arithmetic, a UR5e finetuning step 1.67x and a
+    # pretraining step 1.10x as fast on a 2-vCPU VM (`simdist bench train`, bench_results/train_bench_ur5e.json).
     # Read once, at torch's first allocation, so it must be set before any command imports torch; an explicit
     # THP_MEM_ALLOC_ENABLE=0 in the environment keeps it off. The node processes `simdist launch` starts inherit it.
     os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")

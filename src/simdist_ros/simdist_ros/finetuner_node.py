@@ -132,7 +132,7 @@ PARAMS = (
     P("max_rounds", 0, "Stop after this many rounds (0 = no limit)", lo=0, hi=1_000_000),
     P("torch_threads", 1, "torch threads in the worker process", lo=1, hi=64, read_only=True),
     P("large_pages", True, "2 MB pages for the worker's large torch tensors (THP_MEM_ALLOC_ENABLE=1 unless the "
-      "environment sets it): same arithmetic, a UR5e finetuning update 1.83x as fast (simdist bench train)",
+      "environment sets it): same arithmetic, a UR5e finetuning step 1.67x as fast (simdist bench train)",
       read_only=True),
     P("nice", 10, "Priority decrease of the worker process (the planner keeps its core)", lo=0, hi=19,
       read_only=True),

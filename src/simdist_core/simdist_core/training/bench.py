@@ -5,12 +5,14 @@ and each convolution's output is ~0.8 GB). glibc maps every allocation that larg
 returns it when freed, so each update first-touches every page of them again: a page fault per 4 KB.
 PyTorch's CPU allocator asks the kernel for 2 MB pages for allocations of 2 MB and more when the environment
 variable ``THP_MEM_ALLOC_ENABLE=1`` is set (``madvise(MADV_HUGEPAGE)``; Linux with transparent huge pages
-``always`` or ``madvise``), 512 times fewer faults. It changes where memory comes from, not the arithmetic.
+``always`` or ``madvise``), so each fault maps 512 times as much. It changes where memory comes from, not the
+arithmetic.
 
 How: each variant runs in its own child process (torch reads the variable once, at its first allocation),
 variants alternating over ``--rounds``. A child builds the same model from the same seed, draws the same
-batches, runs ``--warmup`` untimed updates and ``--updates`` timed ones, and reports their times, the loss of
-its last update (the same in every variant, which the report checks), page faults and peak RSS.
+batches, runs ``--warmup`` untimed training steps and ``--updates`` timed ones (a step draws a batch from the
+dataset and updates, as ``simdist pretrain`` does), and reports their times, the loss of its last update (the same
+in every variant, which the report checks), page faults and peak RSS.
 
     simdist bench train --data data/ur5e --robot ur5e --mode pretrain,finetune --json train_bench.json
 
@@ -65,14 +67,13 @@ def run_child(spec: dict[str, Any]) -> dict[str, Any]:
     else:
         trainer = DynamicsFinetuner(model, optim=OptimConfig(lr=2e-4, warmup_steps=1), total_steps=total)
     sampler = WindowSampler(dataset, get_robot(spec["robot"]), batch_size=spec["batch"], seed=cfg.seed)
-    batches = [sampler.sample() for _ in range(total)]  # drawn first: the timed loop is the update alone
     loss = float("nan")
-    for batch in batches[: spec["warmup"]]:
-        loss = trainer.update(batch)["loss"]
+    for _ in range(spec["warmup"]):
+        loss = trainer.update(sampler.sample())["loss"]
     faults_before, seconds = resource.getrusage(resource.RUSAGE_SELF).ru_minflt, []
-    for batch in batches[spec["warmup"]:]:
+    for _ in range(spec["updates"]):  # a training step as `simdist pretrain` runs it: draw a batch, update
         start = time.perf_counter()
-        loss = trainer.update(batch)["loss"]
+        loss = trainer.update(sampler.sample())["loss"]
         seconds.append(time.perf_counter() - start)
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return {"update_s": seconds, "last_loss": loss,
