@@ -217,3 +217,26 @@ def test_ur5e_image_features_and_their_gradients_match_the_default_memory_layout
         grads.append([p.grad.clone() for p in encoder.cnn.parameters()])
     for g_fast, g_plain in zip(*grads, strict=True):
         torch.testing.assert_close(g_fast, g_plain, rtol=1e-4, atol=1e-6)
+
+
+def test_ur5e_image_features_are_exactly_those_of_out_of_place_scaling_and_activations():
+    # The in-place scaling and activations (memory traffic only) change no bit of the features or their gradients.
+    encoder = _make_model(UR5E).encoder
+    image = torch.randint(0, 256, (6, 3, *UR5E.image_shape), dtype=torch.uint8)
+
+    def reference(pixels):
+        x = (pixels.float() / 255.0 - 0.5).contiguous(memory_format=torch.channels_last)
+        for layer in encoder.cnn:
+            x = torch.nn.functional.silu(x) if isinstance(layer, torch.nn.SiLU) else layer(x)
+        return x
+
+    assert all(layer.inplace for layer in encoder.cnn if isinstance(layer, torch.nn.SiLU))
+    grads = []
+    for fn in (lambda: encoder.extra_features({"image": image}), lambda: reference(image)):
+        encoder.zero_grad()
+        features = fn()
+        features.pow(2).sum().backward()
+        grads.append((features.detach(), [p.grad.clone() for p in encoder.cnn.parameters()]))
+    (fast, g_fast), (ref, g_ref) = grads
+    assert torch.equal(fast, ref)
+    assert all(torch.equal(a, b) for a, b in zip(g_fast, g_ref, strict=True))
