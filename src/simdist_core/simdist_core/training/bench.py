@@ -23,6 +23,7 @@ machine and its load, which are recorded.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import resource
@@ -126,7 +127,7 @@ def format_table(mode: str, summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _parse(argv: list[str]) -> Any:  # noqa: ANN401
+def _parse(argv: list[str]) -> argparse.Namespace:
     parser = ArgumentParser(prog="simdist bench train", description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, required=True, help="dataset folder from `simdist generate`")
     parser.add_argument("--robot", required=True, choices=["go2", "ur5e"], help="robot the dataset is of")
