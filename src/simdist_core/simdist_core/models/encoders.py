@@ -161,8 +161,7 @@ class ProprioImageEncoder(ProprioEncoder):
         if spec.image_shape is None:
             raise ValueError(f"encoder 'proprio_image' needs spec.image_shape, got None for {spec.name}")
         # In-place activations: a training batch's target images give convolution outputs of ~0.8 GB, and a fresh
-        # buffer for each activation costs another pass over memory (same values; autograd's SiLU backward
-        # reads the output).
+        # buffer for each activation costs another pass over memory (same values and gradients, tested).
         self.cnn = nn.Sequential(
             nn.Conv2d(3, 32, 4, stride=2), nn.SiLU(inplace=True),
             nn.Conv2d(32, 32, 3, stride=2), nn.SiLU(inplace=True),

@@ -53,7 +53,8 @@ def run_child(spec: dict[str, Any]) -> dict[str, Any]:
     from simdist_core.data.dataset import Dataset
     from simdist_core.data.sampler import WindowSampler
     from simdist_core.robots import get_robot
-    from simdist_core.training.common import OptimConfig, seed_everything
+    from simdist_core.training.adapt import FinetuneConfig
+    from simdist_core.training.common import seed_everything
     from simdist_core.training.pretrain import PretrainConfig, build_model
     from simdist_core.training.trainer import DynamicsFinetuner, WorldModelTrainer
 
@@ -66,7 +67,7 @@ def run_child(spec: dict[str, Any]) -> dict[str, Any]:
     if spec["mode"] == "pretrain":
         trainer = WorldModelTrainer(model, weights=cfg.model.loss, optim=cfg.optim, total_steps=total)
     else:
-        trainer = DynamicsFinetuner(model, optim=OptimConfig(lr=2e-4, warmup_steps=1), total_steps=total)
+        trainer = DynamicsFinetuner(model, optim=FinetuneConfig().optim, total_steps=total)  # the finetuner's
     sampler = WindowSampler(dataset, get_robot(spec["robot"]), batch_size=spec["batch"], seed=cfg.seed)
     loss = float("nan")
     for _ in range(spec["warmup"]):
@@ -150,6 +151,8 @@ def main(argv: list[str]) -> int:
     from simdist_core.config import parse_overrides
     from simdist_core.data.dataset import check_dataset
     from simdist_core.planning.bench import cpu_model
+    from simdist_core.training.adapt import FinetuneConfig
+    from simdist_core.training.pretrain import PretrainConfig
 
     args = _parse(argv)
     modes = [m.strip() for m in args.mode.split(",") if m.strip()]
@@ -166,8 +169,9 @@ def main(argv: list[str]) -> int:
                               "machine": {"cpu": cpu_model(), "cores": os.cpu_count(),
                                           "load_avg_1m_at_start": os.getloadavg()[0]}}  # fmt: skip
     for mode in modes:
+        default_batch = PretrainConfig().batch_size if mode == "pretrain" else FinetuneConfig().batch_size
         spec = {"mode": mode, "data": str(args.data), "robot": args.robot, "overrides": overrides,
-                "batch": args.batch or (256 if mode == "pretrain" else 32), "updates": args.updates,
+                "batch": args.batch or default_batch, "updates": args.updates,
                 "warmup": args.warmup, "threads": args.threads, "seed": args.seed}  # fmt: skip
         runs: dict[str, list[dict[str, Any]]] = {v: [] for v in VARIANTS}
         for _ in range(args.rounds):
