@@ -20,18 +20,19 @@ FOLDER = Path("bench_results/ur5e_live_min_new")
 SETS = ["planner.adapted_prior_weight=200", 'planner.planner_overrides=["prior_weight=1000","reference_returns=min"]']
 
 
-def load_live_run(path: Path, sets_ok: Callable[[list[str]], bool], adapted_overrides: dict[str, str]) -> dict:
+def load_live_run(path: Path, sets_ok: Callable[[list[str]], bool], adapted_overrides: dict[str, str],
+                  task: str = TASK, minutes: float = 15.0) -> dict:  # fmt: skip
     """A live UR5e demo run's summary, checked to be a protocol's run.
 
-    Checked: the task, 15 simulated minutes, the demo's 20 fixed episodes on one torch thread, every process exiting
+    Checked: the task, the simulated minutes, the demo's 20 fixed episodes on one torch thread, every process exiting
     0, the ``--set`` list (``sets_ok``) and the adapted model's planner overrides.
     """
     summary = json.loads(path.read_text())
     fixed = summary["fixed_seed_evaluation"]
     if (
-        summary["task"] != TASK
+        summary["task"] != task
         or not sets_ok(fixed["set"])
-        or round(summary["sim_time_s"]) < 900
+        or round(summary["sim_time_s"]) < 60 * minutes
         or fixed["episodes"] != 20
         or fixed["first_seed"] != 1001
         or fixed["torch_threads"] != 1

@@ -18,13 +18,14 @@ SEEDS = (0, 1, 2)
 TIES = {"shipped_1000": (1000.0, ""), "shipped_200": (200.0, "")}
 
 
-def load(folder: Path, name: str, episodes: int, first_seed: int, tie: float, rule: str) -> dict:
-    """One arm's report, checked to be the protocol's run (task, episodes, seed, tie, rule, reference)."""
+def load(folder: Path, name: str, episodes: int, first_seed: int, tie: float, rule: str, task: str = TASK,
+         preset: str = "cpu") -> dict:  # fmt: skip
+    """One arm's report, checked to be the protocol's run (task, episodes, seed, preset, tie, rule, reference)."""
     path = folder / f"{name}.json"
     report = json.loads(path.read_text())
     planner = report["planner"]
-    if (report["task"] != TASK or report["episodes"] != episodes or report.get("seed") != first_seed
-            or report["preset"] != "cpu" or report["torch_threads"] != 1 or planner["prior_weight"] != tie
+    if (report["task"] != task or report["episodes"] != episodes or report.get("seed") != first_seed
+            or report["preset"] != preset or report["torch_threads"] != 1 or planner["prior_weight"] != tie
             or planner.get("reference_returns", "") != rule or report["env_overrides"] != {}):
         raise SystemExit(f"{path}: not the protocol's run")
     if rule and report.get("reference") != "checkpoints/ur5e":
@@ -34,7 +35,7 @@ def load(folder: Path, name: str, episodes: int, first_seed: int, tie: float, ru
 
 def successes(report: dict) -> list[float]:
     """Per-episode success (1.0 or 0.0)."""
-    return episode_values(report["per_episode"], TASK)
+    return episode_values(report["per_episode"], report["task"])
 
 
 def arm_row(reports: list[dict]) -> dict:
