@@ -144,6 +144,23 @@ def test_expert_overrides_drive_every_episode_and_are_recorded(reference, tmp_pa
     assert "different configuration" in capsys.readouterr().err
 
 
+def test_a_run_that_fitted_its_value_function_resumes(reference, tmp_path):
+    # The reference's run fitted and saved its value function itself; running the same command again (what a
+    # resume after a stop does) must accept it, and dataset.json names the function the rows were labelled with.
+    out = tmp_path / "copy"
+    shutil.copytree(reference, out)
+    saved = json.loads((out / "value_fn.json").read_text())["weights_sha256"]
+    assert json.loads((out / "dataset.json").read_text())["value_fn_sha256"] == saved
+    before = Dataset(out).checksum()
+    assert generate.main([*ARGS, "--out", str(out)]) == 0
+    # A dataset.json written without the hash (by the version before this was fixed) gets it recorded on resume.
+    manifest = json.loads((out / "dataset.json").read_text())
+    (out / "dataset.json").write_text(json.dumps({**manifest, "value_fn_sha256": None}))
+    assert generate.main([*ARGS, "--out", str(out)]) == 0
+    assert json.loads((out / "dataset.json").read_text()) == manifest
+    assert Dataset(out).checksum() == before
+
+
 def test_resume_with_a_different_configuration_is_refused(reference, tmp_path, capsys):
     out = tmp_path / "copy"
     shutil.copytree(reference, out)

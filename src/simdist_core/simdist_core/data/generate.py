@@ -152,7 +152,7 @@ def ensure_value_function(cfg: GenerateConfig, out: Path) -> ValueFunction:
         episodes += branch_expert_episodes(env, cfg.behaviour, n_branches, cfg.seed, cfg.value.branch_steps)
     meta = {"task_id": cfg.task_id, "clean_episodes": cfg.value.episodes, "branch_episodes": n_branches}
     vf = fit_value_function(episodes, cfg.value, seed=cfg.seed, meta=meta)
-    vf.save(out)
+    vf.meta["weights_sha256"] = vf.save(out)  # as a resumed run reads it back, so both record the same hash
     log.info("fitted the value function in %.1f s (R^2 %.3f)", time.perf_counter() - t0, vf.meta["fit_r2"])
     return vf
 
@@ -192,13 +192,25 @@ def write_or_check_manifest(cfg: GenerateConfig, out: Path, value_fn: ValueFunct
                 "value_fn_sha256": value_fn.meta.get("weights_sha256")}
     if path.is_file():
         old = json.loads(path.read_text())
+        if old.get("value_fn_sha256") is None and {k: old.get(k) for k in manifest if k != "value_fn_sha256"} == {
+                k: v for k, v in manifest.items() if k != "value_fn_sha256"}:  # fmt: skip
+            # Written before 2026-12-08 by a run that fitted the value function: the hash was not recorded, but the
+            # function in ``out`` is the one that run saved before it wrote a row. Record it now.
+            log.warning("%s: recording the value function's sha256, which its first run left out", path)
+            old["value_fn_sha256"] = manifest["value_fn_sha256"]
+            _write_json(path, old)
         if {k: old.get(k) for k in manifest} != manifest:
             raise ValueError(f"{out} was generated with a different configuration (see {path}); use a new --out or "
                              f"the same flags to resume. Old: {old.get('config')}")
         return
     manifest["created_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    _write_json(path, manifest)
+
+
+def _write_json(path: Path, content: dict) -> None:
+    """Write ``content`` to ``path`` atomically (a crash leaves the old file or the new one)."""
     tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(manifest, indent=1))
+    tmp.write_text(json.dumps(content, indent=1))
     os.replace(tmp, path)
 
 
