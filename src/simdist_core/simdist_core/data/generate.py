@@ -192,12 +192,12 @@ def write_or_check_manifest(cfg: GenerateConfig, out: Path, value_fn: ValueFunct
                 "value_fn_sha256": value_fn.meta.get("weights_sha256")}
     if path.is_file():
         old = json.loads(path.read_text())
-        if old.get("value_fn_sha256") is None and {k: old.get(k) for k in manifest if k != "value_fn_sha256"} == {
-                k: v for k, v in manifest.items() if k != "value_fn_sha256"}:  # fmt: skip
+        filled = {**old, "value_fn_sha256": manifest["value_fn_sha256"]}
+        if old.get("value_fn_sha256") is None and {k: filled.get(k) for k in manifest} == manifest:
             # Written before 2026-12-08 by a run that fitted the value function: the hash was not recorded, but the
             # function in ``out`` is the one that run saved before it wrote a row. Record it now.
             log.warning("%s: recording the value function's sha256, which its first run left out", path)
-            old["value_fn_sha256"] = manifest["value_fn_sha256"]
+            old = filled
             _write_json(path, old)
         if {k: old.get(k) for k in manifest} != manifest:
             raise ValueError(f"{out} was generated with a different configuration (see {path}); use a new --out or "
