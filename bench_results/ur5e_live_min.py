@@ -12,7 +12,7 @@ from pathlib import Path
 
 from eval_arms import paired, pooled_ci
 from simdist_core.eval.stats import paired_cluster_ratio_ci
-from ur5e_reference_min import arm_row, load, verdict, versus
+from ur5e_reference_min import arm_row, goal_met, load, verdict, versus
 
 TASK = "ur5e/peg_mild_shift"
 RUNS = ("r1", "r2", "r3")
@@ -104,7 +104,7 @@ def main() -> None:
     shipped = [load_arm("shipped_1000", 1000.0, "")]
     live = [load_arm(f"live_min_{run}", 200.0, "min") for run in RUNS]
     deciding = versus(live, shipped)
-    goal = deciding["ratio"] is not None and deciding["ratio"] >= 2.0 and deciding["difference"] >= 0.30
+    goal = goal_met(deciding)
     out: dict = {
         "protocol": "bench_results/UR5E_LIVE_REFERENCE_MIN.md", "task": TASK, "new_episode_seeds": [99000, 99059],
         "live_minus_deployed_zero_shot": {**deciding, "verdict": verdict(

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from ur5e_live_min import demo_reading, load_live_run, loop_row
-from ur5e_reference_min import arm_row, load, verdict, versus
+from ur5e_reference_min import arm_row, goal_met, load, verdict, versus
 
 TASK = "ur5e/peg_mild_shift"
 RUNS = ("r1", "r2", "r3")
@@ -40,7 +40,7 @@ def arms(folder: Path, first_seed: int) -> dict[str, list[dict]]:
 def readings(sets: dict[str, list[dict]]) -> dict:
     """The paired readings of one set (or of sets joined episode-wise), with the protocol's words."""
     deciding = versus(sets["live200"], sets["shipped_1000"])
-    goal = deciding["ratio"] is not None and deciding["ratio"] >= 2.0 and deciding["difference"] >= 0.30
+    goal = goal_met(deciding)
     out: dict = {
         "live_minus_deployed_zero_shot": {**deciding, "verdict": verdict(
             deciding, "the live graph adapts above the deployed planner", "below the deployed planner", "not shown"),

@@ -57,6 +57,11 @@ def versus(a: list[dict], b: list[dict]) -> dict:
             "ratio": round(mean_a / mean_b, 3) if mean_b > 0 else None}
 
 
+def goal_met(reading: dict) -> bool:
+    """The issue's goal on a ``versus`` reading, at the point estimate: success ratio at least 2 and at least +0.30."""
+    return reading["ratio"] is not None and reading["ratio"] >= 2.0 and reading["difference"] >= 0.30
+
+
 def verdict(reading: dict, above: str, below: str, neither: str) -> str:
     """The protocol's words for a paired interval."""
     low, high = reading["ci95"]
@@ -74,7 +79,7 @@ def main() -> None:
         reports[arm] = [load(folder, f"{arm}_s{k}", episodes, first, 200.0, rule) for k in SEEDS]
     helps = versus(reports["tie200min"], reports["tie200"])
     deployed = versus(reports["tie200min"], reports["shipped_1000"])
-    goal = deployed["ratio"] is not None and deployed["ratio"] >= 2.0 and deployed["difference"] >= 0.30
+    goal = goal_met(deployed)
     out = {
         "protocol": "bench_results/UR5E_REFERENCE_MIN.md", "task": TASK, "seeds": [first, first + episodes - 1],
         "exploratory": explore,

@@ -15,7 +15,7 @@ from pathlib import Path
 from adaptation_ur5e_peg_mild_shift_tie200 import episodes
 from eval_arms import paired, pooled_ci
 from ur5e_live_min import demo_reading, load_live_run, loop_row
-from ur5e_reference_min import arm_row, load, verdict, versus
+from ur5e_reference_min import arm_row, goal_met, load, verdict, versus
 
 TASK = "ur5e/table_leg_mild_shift"
 RUNS = ("r1", "r2", "r3")
@@ -24,11 +24,6 @@ FIRST_SEED = 111000
 MINUTES = 25.0
 BENCH = Path("bench_results/adaptation_ur5e_table_leg_mild_shift.json")
 ADAPTED = "the live graph adapts above the deployed planner"
-
-
-def goal_met(reading: dict) -> bool:
-    """The issue's goal at the point estimate: success ratio at least 2 and at least +0.30."""
-    return reading["ratio"] is not None and reading["ratio"] >= 2.0 and reading["difference"] >= 0.30
 
 
 def part_a() -> dict:
